@@ -1,0 +1,130 @@
+"""The durable record types that cross from the agent into a store and back.
+
+They are plain frozen dataclasses of primitive fields, so pydantic builds their schemas in
+microseconds when they are durable-operation arguments, and Temporal and DBOS journal them as
+small JSON values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+from pydantic_ai.messages import ModelMessage
+
+__all__ = (
+    'RunRecord',
+    'RunRegistration',
+    'Segment',
+    'Snapshot',
+    'SnapshotDelta',
+    'SnapshotState',
+)
+
+SnapshotState: TypeAlias = Literal['complete', 'interrupted']
+"""`complete`: every tool call in the history has its return; `interrupted`: some call is open."""
+
+Segment: TypeAlias = tuple[int, int]
+"""One piece of a snapshot delta.
+
+`(start, end)` with `start >= 0` copies positions `start` up to `end` (exclusive) of the previous
+snapshot; `(-1, count)` takes the next `count` messages from the delta's new messages.
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRegistration:
+    """What `StepPersistence` asks a store to register before a run's first step.
+
+    Attributes:
+        run_id: The store run id.
+        conversation_id: The conversation the run belongs to.
+        parent_run_id: The store run id of the run that started this one, if any.
+        agent_name: The agent's name, for listing.
+        metadata: Free-form string labels.
+        token: Identifies the agent run that claims `run_id`; a retry or replay of the same run
+            carries the same token, a different run a different one.
+    """
+
+    run_id: str
+    conversation_id: str | None
+    parent_run_id: str | None = None
+    agent_name: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict[str, str])
+    token: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """A registered run, as a store lists it.
+
+    Attributes:
+        run_id: The store run id.
+        conversation_id: The conversation the run belongs to.
+        parent_run_id: The store run id of the run that started this one, if any.
+        agent_name: The agent's name.
+        metadata: Free-form string labels.
+        started_at: When the store registered the run (UTC).
+        token: The agent run that claimed the id.
+    """
+
+    run_id: str
+    conversation_id: str | None
+    parent_run_id: str | None = None
+    agent_name: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict[str, str])
+    started_at: datetime
+    token: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotDelta:
+    """One snapshot, expressed as a change to the run's previous snapshot.
+
+    Passing a delta rather than the whole history keeps a durable engine's journal linear in the
+    conversation, and lets a store keep each message once per run.
+
+    Attributes:
+        run_id: The store run id.
+        index: The snapshot's position in the run (0, 1, 2, ...). `(run_id, index)` is the
+            idempotency key: a store ignores a delta whose index it already holds.
+        step_index: The agent's run step when the snapshot was taken.
+        state: Whether every tool call in the snapshot is answered.
+        segments: How to assemble the snapshot (see [`Segment`][durable_recall.Segment]).
+        messages: The new messages, each serialized as one JSON object.
+    """
+
+    run_id: str
+    index: int
+    step_index: int
+    state: SnapshotState
+    segments: list[Segment]
+    messages: list[str]
+
+    @property
+    def size(self) -> int:
+        """The number of messages in the assembled snapshot."""
+        return sum((end - start) if start >= 0 else end for start, end in self.segments)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """A run's whole message history at one step boundary, as read back from a store.
+
+    Attributes:
+        run_id: The store run id.
+        index: The snapshot's position in the run.
+        step_index: The agent's run step when it was taken.
+        state: Whether every tool call in it is answered.
+        saved_at: When the store wrote it (UTC).
+        messages: The history, message for message as it was saved.
+    """
+
+    run_id: str
+    index: int
+    step_index: int
+    state: SnapshotState
+    saved_at: datetime
+    messages: list[ModelMessage]

@@ -1,0 +1,145 @@
+"""An in-process store: for tests, scripts and single-process agents that need no durability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import anyio
+
+from .._codec import MessageDecodeError, load_messages
+from .._errors import CorruptSnapshotError, RunIdConflictError, SnapshotChainError
+from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta, SnapshotState
+from ._chain import LogRange, resolve_delta
+
+__all__ = ('InMemoryStepStore',)
+
+
+@dataclass
+class _StoredSnapshot:
+    index: int
+    step_index: int
+    state: SnapshotState
+    saved_at: datetime
+    ranges: list[LogRange]
+
+
+@dataclass
+class _Run:
+    record: RunRecord
+    log: list[str] = field(default_factory=list[str])
+    snapshots: list[_StoredSnapshot] = field(default_factory=list[_StoredSnapshot])
+
+
+class InMemoryStepStore:
+    """Keeps runs and snapshots in this process, with the same layout and rules as the durable stores.
+
+    Not shared between processes: a Temporal worker and its starter each see their own.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Run] = {}
+        self._lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f'InMemoryStepStore(runs={len(self._runs)})'
+
+    async def register_run(self, registration: RunRegistration) -> RunRecord:  # noqa: D102
+        async with self._lock:
+            existing = self._runs.get(registration.run_id)
+            if existing is not None:
+                if existing.record.token != registration.token:
+                    raise RunIdConflictError(registration.run_id)
+                return existing.record
+            record = RunRecord(
+                run_id=registration.run_id,
+                conversation_id=registration.conversation_id,
+                parent_run_id=registration.parent_run_id,
+                agent_name=registration.agent_name,
+                metadata=dict(registration.metadata),
+                started_at=datetime.now(UTC),
+                token=registration.token,
+            )
+            self._runs[registration.run_id] = _Run(record)
+            return record
+
+    async def get_run(self, run_id: str) -> RunRecord | None:  # noqa: D102
+        run = self._runs.get(run_id)
+        return run.record if run else None
+
+    async def list_runs(  # noqa: D102
+        self, *, conversation_id: str | None = None, parent_run_id: str | None = None
+    ) -> list[RunRecord]:
+        records = [
+            run.record
+            for run in self._runs.values()
+            if (conversation_id is None or run.record.conversation_id == conversation_id)
+            and (parent_run_id is None or run.record.parent_run_id == parent_run_id)
+        ]
+        return sorted(records, key=lambda record: (record.started_at, record.run_id))
+
+    async def list_conversations(self) -> list[str]:  # noqa: D102
+        return sorted({run.record.conversation_id for run in self._runs.values() if run.record.conversation_id})
+
+    async def save_snapshot(self, delta: SnapshotDelta) -> bool:  # noqa: D102
+        async with self._lock:
+            run = self._runs.get(delta.run_id)
+            if run is None:
+                raise SnapshotChainError(f'run {delta.run_id!r} is not registered; register it before saving snapshots')
+            if delta.index < len(run.snapshots):
+                return False
+            if delta.index != len(run.snapshots):
+                raise SnapshotChainError(
+                    f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {len(run.snapshots) - 1}'
+                )
+            previous = run.snapshots[-1].ranges if run.snapshots else None
+            resolved = resolve_delta(delta, previous, len(run.log))
+            run.log.extend(delta.messages)
+            run.snapshots.append(
+                _StoredSnapshot(delta.index, delta.step_index, delta.state, datetime.now(UTC), resolved.ranges)
+            )
+            return True
+
+    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:  # noqa: D102
+        run = self._runs.get(run_id)
+        if run is None:
+            return []
+        return [
+            self._decode(run, stored)
+            for stored in run.snapshots
+            if include_interrupted or stored.state == 'complete'
+        ]
+
+    async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:  # noqa: D102
+        run = self._runs.get(run_id)
+        if run is None:
+            return None
+        for stored in reversed(run.snapshots):
+            if include_interrupted or stored.state == 'complete':
+                return self._decode(run, stored)
+        return None
+
+    async def delete_conversation(self, conversation_id: str) -> int:  # noqa: D102
+        async with self._lock:
+            doomed = [rid for rid, run in self._runs.items() if run.record.conversation_id == conversation_id]
+            for run_id in doomed:
+                del self._runs[run_id]
+            return len(doomed)
+
+    async def aclose(self) -> None:  # noqa: D102
+        return None
+
+    def _decode(self, run: _Run, stored: _StoredSnapshot) -> Snapshot:
+        bodies = [body for first, end in stored.ranges for body in run.log[first:end]]
+        try:
+            messages = load_messages(bodies)
+        except MessageDecodeError as error:
+            raise CorruptSnapshotError(run.record.run_id, stored.index, str(error)) from error
+        return Snapshot(
+            run_id=run.record.run_id,
+            index=stored.index,
+            step_index=stored.step_index,
+            state=stored.state,
+            saved_at=stored.saved_at,
+            messages=messages,
+        )

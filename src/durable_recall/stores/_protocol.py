@@ -1,0 +1,75 @@
+"""The storage seam: what `StepPersistence` writes and what a history source reads."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
+
+__all__ = ('StepStore',)
+
+
+@runtime_checkable
+class StepStore(Protocol):
+    """A durable home for run records and step snapshots.
+
+    Every write is idempotent: registering the same run with the same token, or saving a delta
+    whose `(run_id, index)` is already stored, changes nothing. That is what makes a write safe
+    to repeat when a durable engine retries or replays it.
+    """
+
+    async def register_run(self, registration: RunRegistration) -> RunRecord:
+        """Register a run, or return the record a previous call with the same token made.
+
+        Raises:
+            RunIdConflictError: The run id is registered with a different token.
+        """
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run's record, or `None` if it was never registered."""
+        ...
+
+    async def list_runs(
+        self, *, conversation_id: str | None = None, parent_run_id: str | None = None
+    ) -> list[RunRecord]:
+        """Registered runs, filtered in the store, oldest first (ties by run id).
+
+        Args:
+            conversation_id: Only runs of this conversation.
+            parent_run_id: Only runs started by this run.
+        """
+        ...
+
+    async def list_conversations(self) -> list[str]:
+        """The distinct conversation ids of all registered runs, sorted."""
+        ...
+
+    async def save_snapshot(self, delta: SnapshotDelta) -> bool:
+        """Store a snapshot delta; `False` when its `(run_id, index)` is already stored.
+
+        Raises:
+            SnapshotChainError: The run is not registered, or the delta does not follow the
+                run's previous snapshot.
+        """
+        ...
+
+    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:
+        """A run's snapshots in the order they were saved.
+
+        Raises:
+            CorruptSnapshotError: A row cannot be decoded; it is reported, never skipped.
+        """
+        ...
+
+    async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
+        """The newest snapshot of a run, or `None`."""
+        ...
+
+    async def delete_conversation(self, conversation_id: str) -> int:
+        """Delete every run of a conversation with its snapshots and messages; returns the run count."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections the store opened itself (a caller-owned pool stays open)."""
+        ...
