@@ -44,7 +44,7 @@ class InMemoryStepStore:
     def __repr__(self) -> str:
         return f'InMemoryStepStore(runs={len(self._runs)})'
 
-    async def register_run(self, registration: RunRegistration) -> RunRecord:  # noqa: D102
+    async def register_run(self, registration: RunRegistration) -> RunRecord:
         async with self._lock:
             existing = self._runs.get(registration.run_id)
             if existing is not None:
@@ -63,11 +63,11 @@ class InMemoryStepStore:
             self._runs[registration.run_id] = _Run(record)
             return record
 
-    async def get_run(self, run_id: str) -> RunRecord | None:  # noqa: D102
+    async def get_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)
         return run.record if run else None
 
-    async def list_runs(  # noqa: D102
+    async def list_runs(
         self, *, conversation_id: str | None = None, parent_run_id: str | None = None
     ) -> list[RunRecord]:
         records = [
@@ -78,10 +78,10 @@ class InMemoryStepStore:
         ]
         return sorted(records, key=lambda record: (record.started_at, record.run_id))
 
-    async def list_conversations(self) -> list[str]:  # noqa: D102
+    async def list_conversations(self) -> list[str]:
         return sorted({run.record.conversation_id for run in self._runs.values() if run.record.conversation_id})
 
-    async def save_snapshot(self, delta: SnapshotDelta) -> bool:  # noqa: D102
+    async def save_snapshot(self, delta: SnapshotDelta) -> bool:
         async with self._lock:
             run = self._runs.get(delta.run_id)
             if run is None:
@@ -100,17 +100,15 @@ class InMemoryStepStore:
             )
             return True
 
-    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:  # noqa: D102
+    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:
         run = self._runs.get(run_id)
         if run is None:
             return []
         return [
-            self._decode(run, stored)
-            for stored in run.snapshots
-            if include_interrupted or stored.state == 'complete'
+            self._decode(run, stored) for stored in run.snapshots if include_interrupted or stored.state == 'complete'
         ]
 
-    async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:  # noqa: D102
+    async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         run = self._runs.get(run_id)
         if run is None:
             return None
@@ -119,14 +117,14 @@ class InMemoryStepStore:
                 return self._decode(run, stored)
         return None
 
-    async def delete_conversation(self, conversation_id: str) -> int:  # noqa: D102
+    async def delete_conversation(self, conversation_id: str) -> int:
         async with self._lock:
             doomed = [rid for rid, run in self._runs.items() if run.record.conversation_id == conversation_id]
             for run_id in doomed:
                 del self._runs[run_id]
             return len(doomed)
 
-    async def aclose(self) -> None:  # noqa: D102
+    async def aclose(self) -> None:
         return None
 
     def _decode(self, run: _Run, stored: _StoredSnapshot) -> Snapshot:

@@ -1,0 +1,45 @@
+"""Whether a history is settled: every tool call it makes has been answered, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic_ai.messages import ModelMessage, ModelRequestPart, ModelResponse, ToolCallPart
+
+from .._records import SnapshotState
+
+__all__ = ('answered_call_id', 'snapshot_state')
+
+
+def answered_call_id(part: ModelRequestPart) -> str | None:
+    """The tool call a request part answers, or `None` when it answers none.
+
+    A `ToolReturnPart` answers its call; so does a legacy `RetryPromptPart` that names a tool
+    (read by kind, since the class is deprecated but still found in stored histories).
+    """
+    if part.part_kind == 'tool-return':
+        return part.tool_call_id
+    if part.part_kind == 'retry-prompt' and part.tool_name is not None:
+        return part.tool_call_id
+    return None
+
+
+def snapshot_state(messages: Sequence[ModelMessage]) -> SnapshotState:
+    """`complete` when every tool call is answered exactly once and in order, else `interrupted`.
+
+    A provider rejects a history with an open call or an orphan return, so only a `complete`
+    snapshot is one a run could be resumed from.
+    """
+    open_calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            open_calls.update(part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart))
+            continue
+        for part in message.parts:
+            call_id = answered_call_id(part)
+            if call_id is None:
+                continue
+            if call_id not in open_calls:
+                return 'interrupted'
+            open_calls.discard(call_id)
+    return 'interrupted' if open_calls else 'complete'
