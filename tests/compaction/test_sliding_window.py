@@ -59,7 +59,7 @@ class TestWindow:
         compacted = SlidingWindowCompaction(max_messages=4, marker=False).compact(history)
         # The window of 4 would start at ret('1'); the cut moves forward to the next plain request.
         assert compacted == history[-1:]
-        assert snapshot_state(compacted) == 'complete'
+        assert compacted is not None and snapshot_state(compacted) == 'complete'
 
     def test_grows_back_when_no_later_cut_exists(self) -> None:
         history: list[ModelMessage] = [prompt('a'), text('x'), prompt('b'), call('1'), ret('1'), call('2'), ret('2')]
