@@ -13,7 +13,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 def _last_prompt(messages: list[ModelMessage]) -> str:
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
-            for part in message.parts:
+            # Core merges adjacent requests (a compaction marker and the prompt after it), so
+            # the prompt is the last user part, not the first.
+            for part in reversed(message.parts):
                 if isinstance(part, UserPromptPart) and isinstance(part.content, str):
                     return part.content
     return ''

@@ -3,9 +3,11 @@
 They are plain frozen dataclasses of primitive fields, so pydantic builds their schemas in
 microseconds when they are durable-operation arguments, and Temporal and DBOS journal them as
 small JSON values.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: pydantic resolves these dataclasses' field types
+through `sys.modules`, which Temporal's workflow sandbox replaces, so the annotations must be
+real objects rather than strings.
+"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from typing import Literal, TypeAlias
 from pydantic_ai.messages import ModelMessage
 
 __all__ = (
+    'PersistBatch',
     'RunRecord',
     'RunRegistration',
     'Segment',
@@ -94,6 +97,11 @@ class SnapshotDelta:
         state: Whether every tool call in the snapshot is answered.
         segments: How to assemble the snapshot (see [`Segment`][durable_recall.Segment]).
         messages: The new messages, each serialized as one JSON object.
+        base_run_id: For a run's first snapshot only: copy segments refer to this other run's
+            snapshot `base_index` instead of a previous snapshot of this run. A conversation's
+            next run inherits the previous run's history, so this keeps the inherited messages
+            out of the durable journal; the store copies them into this run's log.
+        base_index: The snapshot of `base_run_id` that copy segments refer to.
     """
 
     run_id: str
@@ -102,6 +110,8 @@ class SnapshotDelta:
     state: SnapshotState
     segments: list[Segment]
     messages: list[str]
+    base_run_id: str | None = None
+    base_index: int | None = None
 
     @property
     def size(self) -> int:
@@ -128,3 +138,16 @@ class Snapshot:
     state: SnapshotState
     saved_at: datetime
     messages: list[ModelMessage]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PersistBatch:
+    """One durable write: an optional run registration and the snapshot deltas queued since the last.
+
+    Attributes:
+        registration: The run to register first, on the run's first write only.
+        deltas: Snapshot deltas in index order.
+    """
+
+    registration: RunRegistration | None = None
+    deltas: list[SnapshotDelta] = field(default_factory=list[SnapshotDelta])

@@ -34,9 +34,9 @@ class RecordingPersistence(StepPersistence):
 
     saved: list[tuple[str, list[str]]] = field(default_factory=list[tuple[str, list[str]]], compare=False, repr=False)
 
-    async def _save(self, ctx: RunContext[Any], messages: Any) -> None:
+    async def _snapshot(self, ctx: RunContext[Any], messages: Any, *, flush: bool = False) -> None:
         before = self._next_index
-        await super()._save(ctx, messages)
+        await super()._snapshot(ctx, messages, flush=flush)
         if self._next_index != before:
             assert self.persisted_run_id is not None
             self.saved.append((self.persisted_run_id, dump_messages(list(messages))))
@@ -162,10 +162,7 @@ class TestFailures:
 class TestDurableNames:
     def test_operation_names_are_pinned(self) -> None:
         # Compatibility data: renaming one strands workflows in flight.
-        assert sorted(collect_capability_operations(StepPersistence(InMemoryStepStore()))) == [
-            'register_run',
-            'save_snapshot',
-        ]
+        assert sorted(collect_capability_operations(StepPersistence(InMemoryStepStore()))) == ['save_steps']
 
     async def test_tool_returns_are_folded_into_the_step_snapshot(self) -> None:
         store = InMemoryStepStore()

@@ -9,19 +9,22 @@ from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
 from pydantic_ai.capabilities.durable_operation import durable_operation
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 
 from .._codec import dump_messages
-from .._records import RunRegistration, SnapshotDelta
+from .._records import PersistBatch, RunRegistration, SnapshotDelta
 from ..stores._protocol import StepStore
 from ._delta import diff_history, is_identity
-from ._guard import refuse_workflow_code
+from ._guard import in_workflow_code, refuse_workflow_code
 from ._settled import snapshot_state
 
-__all__ = ('StepPersistence',)
+__all__ = ('SEARCH_TOOL_NAME', 'StepPersistence')
+
+SEARCH_TOOL_NAME = 'search_conversation_history'
+"""The recall tool; queued snapshots are written before it runs, so it sees the whole run."""
 
 _enclosing_run_id: ContextVar[str | None] = ContextVar('durable_recall_enclosing_run_id', default=None)
 """The store run id of the persisted run whose code is executing, so a nested run records its parent."""
@@ -33,15 +36,24 @@ _MAX_RUN_ID_LENGTH = 200
 class StepPersistence(AbstractCapability[Any]):
     """Save the full message history of every agent run at each step boundary.
 
-    Logically a snapshot per step; physically each delta carries only the messages that changed
-    since the previous snapshot, and the store keeps each message once per run. A snapshot is
-    taken before every model request (the history the model is about to see, tool returns
-    included), at run end when the history changed, and when the run fails.
+    A snapshot is taken before every model request (the settled history the model is about to see,
+    tool returns included), at run end when the history changed, and when the run fails (marked
+    `interrupted` if a tool call is open). Logically that is a snapshot per step; physically each
+    snapshot is a delta carrying only the messages that changed, and the store keeps each message
+    once per run.
 
-    Each store write is a pydantic-ai `@durable_operation`, so under `TemporalDurability()` it
-    runs as an activity and under `DBOSDurability()` as a step. Its key, `(run id, snapshot
-    index)`, is derived from counters that replay regenerates, and stores ignore a key they hold,
-    so retries, replays and recoveries write nothing twice.
+    Writes go through one pydantic-ai `@durable_operation`, `save_steps`: under
+    `TemporalDurability()` an activity, under `DBOSDurability()` a step. Keys are `(run id,
+    snapshot index)`, from counters that replay regenerates, and stores ignore a key they hold, so
+    retries, replays and recoveries write nothing twice.
+
+    When to write: outside a workflow each snapshot is written at its step boundary. Inside
+    Temporal or DBOS workflow code the engine's own journal already makes every step durable, so
+    snapshots are queued (in deterministic workflow state) and written in one operation at run
+    end, at run failure, before a `search_conversation_history` call (so recall sees the whole
+    run), and whenever `max_batch_steps` snapshots or `max_batch_bytes` of messages are queued.
+    That keeps a workflow's event history within a small factor of the history without
+    persistence instead of adding an activity per step.
 
     Args:
         store: Where runs and snapshots go. Share it with `SnapshotHistorySource` for search.
@@ -52,6 +64,10 @@ class StepPersistence(AbstractCapability[Any]):
         parent_run_id: Recorded on the run; defaults to the store run id of the persisted run
             this one was started from (an agent called inside another agent's tool).
         metadata: String labels recorded on the run.
+        max_batch_steps: In workflow code, write once this many snapshots are queued.
+        max_batch_bytes: In workflow code, write once the queued messages reach this many bytes
+            of JSON, keeping each operation's payload far below Temporal's 2 MB limit.
+        flush_before_tools: Tool names before whose calls queued snapshots are written.
     """
 
     store: StepStore
@@ -59,6 +75,9 @@ class StepPersistence(AbstractCapability[Any]):
     agent_name: str | None = None
     parent_run_id: str | None = None
     metadata: dict[str, str] = field(default_factory=dict[str, str])
+    max_batch_steps: int = 16
+    max_batch_bytes: int = 256 * 1024
+    flush_before_tools: frozenset[str] = frozenset({SEARCH_TOOL_NAME})
     _: KW_ONLY
     id: str | None = 'step_persistence'
 
@@ -67,6 +86,11 @@ class StepPersistence(AbstractCapability[Any]):
     _next_index: int = field(default=0, init=False, repr=False, compare=False)
     _enclosing: str | None = field(default=None, init=False, repr=False, compare=False)
     _live: list[ModelMessage] | None = field(default=None, init=False, repr=False, compare=False)
+    _registration: RunRegistration | None = field(default=None, init=False, repr=False, compare=False)
+    _pending: list[SnapshotDelta] = field(default_factory=list[SnapshotDelta], init=False, repr=False, compare=False)
+    _pending_bytes: int = field(default=0, init=False, repr=False, compare=False)
+    _core_run_id: str | None = field(default=None, init=False, repr=False, compare=False)
+    _recent: _RecentRuns = field(default_factory=lambda: _RecentRuns(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, StepStore):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -81,6 +105,9 @@ class StepPersistence(AbstractCapability[Any]):
         bad = {k: v for k, v in self.metadata.items() if not isinstance(k, str) or not isinstance(v, str)}  # pyright: ignore[reportUnnecessaryIsInstance]
         if bad:
             raise TypeError(f'StepPersistence metadata must map str to str, got {bad!r}')
+        _check_positive_int('max_batch_steps', self.max_batch_steps)
+        _check_positive_int('max_batch_bytes', self.max_batch_bytes)
+        self.flush_before_tools = frozenset(self.flush_before_tools)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -103,6 +130,8 @@ class StepPersistence(AbstractCapability[Any]):
             raise RuntimeError('StepPersistence needs the agent run id, which core sets before capabilities bind.')
         copy = replace(self)
         copy._store_run_id = run_id
+        copy._core_run_id = ctx.run_id
+        copy._recent = self._recent
         return copy
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> AgentRunResult[Any]:
@@ -115,81 +144,151 @@ class StepPersistence(AbstractCapability[Any]):
             _enclosing_run_id.reset(token)
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
-        """Register the run before its first snapshot."""
+        """Register the run before its first snapshot (in workflow code: with its first write)."""
         assert self._store_run_id is not None
-        parent = self.parent_run_id or self._enclosing
-        name = self.agent_name or (ctx.agent.name if ctx.agent is not None else None)
-        registration = RunRegistration(
+        self._registration = RunRegistration(
             run_id=self._store_run_id,
             conversation_id=ctx.conversation_id,
-            parent_run_id=parent,
-            agent_name=name,
+            parent_run_id=self.parent_run_id or self._enclosing,
+            agent_name=self.agent_name or (ctx.agent.name if ctx.agent is not None else None),
             metadata=dict(self.metadata),
             token=ctx.run_id or self._store_run_id,
         )
-        await self.register_run(ctx, registration)
+        if not in_workflow_code():
+            await self._flush(ctx)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Snapshot the settled history the model is about to be sent."""
         self._live = ctx.messages
-        await self._save(ctx, ctx.messages)
+        await self._snapshot(ctx, ctx.messages)
         return request_context
-
-    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
-        """Snapshot the final history when the run added to it after the last boundary."""
-        await self._save(ctx, result.all_messages())
-        return result
-
-    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
-        """Keep what the failed run produced, marked `interrupted` when a tool call is open, then re-raise."""
-        # The context handed to this hook can be a fresh one without messages, so use the live
-        # list the run was building, as last seen at a step boundary or node end.
-        live = ctx.messages or self._live
-        if live:
-            await self._save(ctx, live)
-        raise error
 
     async def after_node_run(self, ctx: RunContext[Any], *, node: Any, result: Any) -> Any:
         """Keep a reference to the live history, which `on_run_error` may not be handed."""
         self._live = ctx.messages
         return result
 
-    async def _save(self, ctx: RunContext[Any], messages: Sequence[ModelMessage]) -> None:
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
+    ) -> Any:
+        """Write queued snapshots before a recall tool runs, so it can find this run's steps."""
+        if call.tool_name in self.flush_before_tools:
+            await self._flush(ctx)
+        return args
+
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        """Snapshot the final history when the run added to it, and write everything queued."""
+        await self._snapshot(ctx, result.all_messages(), flush=True)
+        return result
+
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        """Keep what the failed run produced, then re-raise the run's error."""
+        # The context handed to this hook can be a fresh one without messages, so use the live
+        # list the run was building, as last seen at a step boundary or node end.
+        live = ctx.messages or self._live or []
+        try:
+            await self._snapshot(ctx, live, flush=True)
+        except Exception as persist_error:
+            error.add_note(f'StepPersistence could not save the failed run: {persist_error!r}')
+        raise error
+
+    async def _snapshot(self, ctx: RunContext[Any], messages: Sequence[ModelMessage], *, flush: bool = False) -> None:
         assert self._store_run_id is not None
         current = list(messages)
         diff = diff_history(self._saved, current)
-        if self._next_index > 0 and is_identity(diff, len(self._saved)):
-            return
-        if self._next_index == 0 and not current:
-            return
-        delta = SnapshotDelta(
-            run_id=self._store_run_id,
-            index=self._next_index,
-            step_index=ctx.run_step,
-            state=snapshot_state(current),
-            segments=diff.segments,
-            messages=dump_messages(diff.new_messages),
-        )
-        # Counters advance in workflow code, outside the operation, so replay regenerates them.
-        self._next_index += 1
-        self._saved = current
-        await self.save_snapshot(ctx, delta)
+        changed = not is_identity(diff, len(self._saved)) if self._next_index > 0 else bool(current)
+        if changed:
+            base = self._recent.base_for(current, self._core_run_id) if self._next_index == 0 else None
+            if base is not None:
+                diff = diff_history(base.messages, current)
+            delta = SnapshotDelta(
+                run_id=self._store_run_id,
+                index=self._next_index,
+                step_index=ctx.run_step,
+                state=snapshot_state(current),
+                segments=diff.segments,
+                messages=dump_messages(diff.new_messages),
+                base_run_id=base.store_run_id if base is not None else None,
+                base_index=base.index if base is not None else None,
+            )
+            # Counters and the queue live in (deterministic) run state, so replay regenerates them.
+            self._next_index += 1
+            self._saved = current
+            self._pending.append(delta)
+            self._pending_bytes += sum(len(body) for body in delta.messages)
+        batch_full = len(self._pending) >= self.max_batch_steps or self._pending_bytes >= self.max_batch_bytes
+        if flush or batch_full or not in_workflow_code():
+            await self._flush(ctx)
 
-    @durable_operation('register_run')
-    async def register_run(self, ctx: RunContext[Any], registration: RunRegistration) -> None:
-        """Durable unit: register the run (idempotent for the same agent run)."""
-        refuse_workflow_code('register_run')
-        await self.store.register_run(registration)
+    async def _flush(self, ctx: RunContext[Any]) -> None:
+        if not self._pending and self._registration is None:
+            return
+        batch = PersistBatch(registration=self._registration, deltas=self._pending)
+        self._registration = None
+        self._pending = []
+        self._pending_bytes = 0
+        await self.save_steps(ctx, batch)
+        if self._next_index and self._core_run_id is not None and self._store_run_id is not None:
+            self._recent.remember(self._core_run_id, _SavedRun(self._store_run_id, self._next_index - 1, self._saved))
 
-    @durable_operation('save_snapshot')
-    async def save_snapshot(self, ctx: RunContext[Any], delta: SnapshotDelta) -> bool:
-        """Durable unit: store one snapshot delta (a no-op when its index is already stored)."""
-        refuse_workflow_code('save_snapshot')
-        return await self.store.save_snapshot(delta)
+    @durable_operation('save_steps')
+    async def save_steps(self, ctx: RunContext[Any], batch: PersistBatch) -> int:
+        """Durable unit: register the run if asked, then store each delta; returns how many were new.
+
+        Idempotent as a whole: a retry re-registers with the same token and re-sends deltas whose
+        indexes the store already holds, which it ignores.
+        """
+        refuse_workflow_code('save_steps')
+        if batch.registration is not None:
+            await self.store.register_run(batch.registration)
+        written = 0
+        for delta in batch.deltas:
+            written += await self.store.save_snapshot(delta)
+        return written
+
+
+@dataclass(frozen=True)
+class _SavedRun:
+    store_run_id: str
+    index: int
+    messages: list[ModelMessage]
+
+
+class _RecentRuns:
+    """The last written snapshot of recent runs, shared by an agent's runs, keyed by core run id.
+
+    A run that continues a conversation gets the previous run's messages (stamped with that run's
+    id) through `message_history`; its first snapshot can then name them by position in the
+    previous run's snapshot instead of shipping them through the durable journal again. Only
+    written snapshots are remembered, so the store always holds the base a delta names. Bounded,
+    because one agent object serves every workflow on a worker.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._runs: dict[str, _SavedRun] = {}
+        self._capacity = capacity
+
+    def remember(self, core_run_id: str, saved: _SavedRun) -> None:
+        self._runs.pop(core_run_id, None)
+        self._runs[core_run_id] = saved
+        while len(self._runs) > self._capacity:
+            del self._runs[next(iter(self._runs))]
+
+    def base_for(self, messages: Sequence[ModelMessage], core_run_id: str | None) -> _SavedRun | None:
+        """The remembered run that created the newest inherited message, if any."""
+        for message in reversed(messages):
+            if message.run_id is not None and message.run_id != core_run_id:
+                return self._runs.get(message.run_id)
+        return None
 
 
 def _check_run_id(name: str, value: object) -> None:
     if not isinstance(value, str) or not value or len(value) > _MAX_RUN_ID_LENGTH:
         raise ValueError(f'StepPersistence {name} must be a non-empty string of at most 200 characters, got {value!r}')
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'StepPersistence {name} must be a positive int, got {value!r}')

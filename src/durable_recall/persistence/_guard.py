@@ -12,7 +12,7 @@ import sys
 
 from .._errors import WorkflowCodeIOError
 
-__all__ = ('refuse_workflow_code',)
+__all__ = ('in_workflow_code', 'refuse_workflow_code')
 
 
 def refuse_workflow_code(operation: str) -> None:
@@ -31,6 +31,11 @@ def refuse_workflow_code(operation: str) -> None:
         f'break replay. Add the `{capability}` capability to the agent (instead of the deprecated '
         f'`{engine}Agent` wrapper) so persistence runs as a durable {"activity" if engine == "Temporal" else "step"}.'
     )
+
+
+def in_workflow_code() -> bool:
+    """Whether this is Temporal or DBOS workflow code, where writes go through durable operations."""
+    return _workflow_engine() is not None
 
 
 def _workflow_engine() -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .._errors import SnapshotChainError
 from .._records import SnapshotDelta
 
-__all__ = ('LogRange', 'ResolvedSnapshot', 'resolve_delta', 'ranges_size')
+__all__ = ('LogRange', 'ResolvedSnapshot', 'inline_base', 'ranges_size', 'resolve_delta')
 
 LogRange = tuple[int, int]
 """`(first, end)`: log entries `first` up to `end` (exclusive) of one run."""
@@ -52,6 +52,8 @@ def resolve_delta(delta: SnapshotDelta, previous: Sequence[LogRange] | None, nex
         SnapshotChainError: The delta copies from a snapshot that does not exist or past its end,
             or its new-message counts do not add up to the messages it carries.
     """
+    if delta.base_run_id is not None:
+        raise SnapshotChainError('a delta with a base run must be inlined (inline_base) before it is resolved')
     previous = previous or []
     previous_size = ranges_size(previous)
     out: list[LogRange] = []
@@ -78,6 +80,50 @@ def resolve_delta(delta: SnapshotDelta, previous: Sequence[LogRange] | None, nex
             f'{len(delta.messages)}'
         )
     return ResolvedSnapshot(ranges=out, first_new_seq=next_seq, size=ranges_size(out))
+
+
+def inline_base(delta: SnapshotDelta, base_bodies: Sequence[str] | None) -> SnapshotDelta:
+    """Rewrite a delta based on another run's snapshot into one that carries every message itself.
+
+    Each run owns its log (so deleting a run or conversation never touches another), so the
+    inherited bodies are copied in; only the durable journal was spared them.
+
+    Args:
+        delta: A run's first delta, with `base_run_id` set.
+        base_bodies: The message bodies of the base snapshot in order, or `None` if the store
+            holds no such snapshot.
+
+    Raises:
+        SnapshotChainError: The base snapshot is missing, or the delta is not a first snapshot,
+            or a copy segment runs past the base snapshot's end.
+    """
+    if delta.base_run_id is None:
+        return delta
+    if delta.index != 0 or base_bodies is None:
+        raise SnapshotChainError(
+            f'snapshot {delta.index} of run {delta.run_id!r} is based on snapshot {delta.base_index} of run '
+            f'{delta.base_run_id!r}, which the store does not hold (only a first snapshot may have a base)'
+        )
+    bodies: list[str] = []
+    fresh = iter(delta.messages)
+    for start, end in delta.segments:
+        if start >= 0:
+            if not start < end <= len(base_bodies):
+                raise SnapshotChainError(
+                    f'snapshot 0 of run {delta.run_id!r} copies positions {start}..{end} of a base snapshot '
+                    f'of {len(base_bodies)} messages'
+                )
+            bodies.extend(base_bodies[start:end])
+        else:
+            bodies.extend(next(fresh) for _ in range(end))
+    return SnapshotDelta(
+        run_id=delta.run_id,
+        index=0,
+        step_index=delta.step_index,
+        state=delta.state,
+        segments=[(-1, len(bodies))] if bodies else [],
+        messages=bodies,
+    )
 
 
 def _slice(ranges: Sequence[LogRange], start: int, end: int) -> list[LogRange]:

@@ -10,7 +10,7 @@ import anyio
 from .._codec import MessageDecodeError, load_messages
 from .._errors import CorruptSnapshotError, RunIdConflictError, SnapshotChainError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta, SnapshotState
-from ._chain import LogRange, resolve_delta
+from ._chain import LogRange, inline_base, resolve_delta
 
 __all__ = ('InMemoryStepStore',)
 
@@ -92,6 +92,8 @@ class InMemoryStepStore:
                 raise SnapshotChainError(
                     f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {len(run.snapshots) - 1}'
                 )
+            if delta.base_run_id is not None:
+                delta = inline_base(delta, self._bodies(delta.base_run_id, delta.base_index))
             previous = run.snapshots[-1].ranges if run.snapshots else None
             resolved = resolve_delta(delta, previous, len(run.log))
             run.log.extend(delta.messages)
@@ -126,6 +128,12 @@ class InMemoryStepStore:
 
     async def aclose(self) -> None:
         return None
+
+    def _bodies(self, run_id: str, index: int | None) -> list[str] | None:
+        run = self._runs.get(run_id)
+        if run is None or index is None or not 0 <= index < len(run.snapshots):
+            return None
+        return [body for first, end in run.snapshots[index].ranges for body in run.log[first:end]]
 
     def _decode(self, run: _Run, stored: _StoredSnapshot) -> Snapshot:
         bodies = [body for first, end in stored.ranges for body in run.log[first:end]]
