@@ -18,7 +18,7 @@ from ._errors import (
     StoreUnavailableError,
     WorkflowCodeIOError,
 )
-from ._records import RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
+from ._records import PersistBatch, RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
 from .compaction import SlidingWindowCompaction
 from .persistence import StepPersistence
 from .stores import InMemoryStepStore, StepStore
@@ -30,6 +30,7 @@ __all__ = (
     'CorruptSnapshotError',
     'DurableRecallError',
     'InMemoryStepStore',
+    'PersistBatch',
     'PostgresStepStore',
     'RunIdConflictError',
     'RunRecord',
