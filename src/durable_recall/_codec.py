@@ -25,7 +25,18 @@ def dump_messages(messages: Sequence[ModelMessage]) -> list[str]:
     if not messages:
         return []
     plain: list[Any] = ModelMessagesTypeAdapter.dump_python(list(messages), mode='json')
-    return [json.dumps(item, ensure_ascii=False, separators=(',', ':')) for item in plain]
+    return [_dump(item) for item in plain]
+
+
+def _dump(item: Any) -> str:
+    body = json.dumps(item, ensure_ascii=False, separators=(',', ':'))
+    try:
+        body.encode('utf-8')
+    except UnicodeEncodeError:
+        # A lone surrogate (from a tool that read broken bytes) has no UTF-8 form, so SQLite and
+        # Postgres would refuse the text; JSON escapes keep it exact and storable.
+        body = json.dumps(item, ensure_ascii=True, separators=(',', ':'))
+    return body
 
 
 def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
@@ -36,10 +47,22 @@ def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
     """
     if not bodies:
         return []
+    text = '[' + ','.join(bodies) + ']'
     try:
-        return ModelMessagesTypeAdapter.validate_json('[' + ','.join(bodies) + ']')
+        return ModelMessagesTypeAdapter.validate_json(text)
     except ValidationError as error:
-        raise MessageDecodeError(_first_error(error)) from error
+        if not _is_surrogate_error(error):
+            raise MessageDecodeError(_first_error(error)) from error
+    # pydantic-core's JSON parser refuses an escaped lone surrogate, which `dump_messages` writes
+    # for text that has one; the standard library parses it, and validation gives the same result.
+    try:
+        return ModelMessagesTypeAdapter.validate_python(json.loads(text))
+    except (ValueError, ValidationError) as error:
+        raise MessageDecodeError(str(error)) from error
+
+
+def _is_surrogate_error(error: ValidationError) -> bool:
+    return any(item['type'] == 'json_invalid' and 'surrogate' in item['msg'] for item in error.errors())
 
 
 def _first_error(error: ValidationError) -> str:

@@ -1,0 +1,253 @@
+"""Decoding the rows the SQL stores keep, shared by SQLite and Postgres.
+
+Both stores hold the same three tables, so turning a row back into a record, and refusing a row
+that cannot be turned back, lives here once. A row that does not decode raises
+[`CorruptSnapshotError`][durable_recall.CorruptSnapshotError] naming the run and the snapshot:
+a reader must never be handed a history with a silent hole in it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeGuard, cast
+
+from .._codec import MessageDecodeError, load_messages
+from .._errors import CorruptSnapshotError, DurableRecallError, SnapshotChainError
+from .._records import RunRecord, Snapshot, SnapshotDelta, SnapshotState
+from ._chain import LogRange, ranges_size
+
+__all__ = (
+    'SnapshotRow',
+    'chain_gap',
+    'decode_metadata',
+    'decode_ranges',
+    'decode_snapshot',
+    'encode_metadata',
+    'encode_ranges',
+    'format_timestamp',
+    'gather_bodies',
+    'parse_timestamp',
+    'run_record',
+    'unregistered_run',
+)
+
+_STATES: frozenset[str] = frozenset({'complete', 'interrupted'})
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """One snapshot row as a store read it, before it is checked.
+
+    Attributes:
+        run_id: The run the snapshot belongs to.
+        index: The snapshot's position in the run.
+        step_index: The agent's run step when it was taken.
+        state: The stored state text (checked by `decode_snapshot`).
+        saved_at: The stored timestamp: a `datetime` from Postgres, ISO text from SQLite.
+        ranges: The stored log ranges as JSON text.
+        size: The stored message count, checked against the ranges.
+    """
+
+    run_id: str
+    index: int
+    step_index: int
+    state: str
+    saved_at: datetime | str
+    ranges: str
+    size: int
+
+    def is_shown(self, include_interrupted: bool) -> bool:
+        """Whether a listing shows the row: anything but a well-formed interrupted row is shown.
+
+        An unknown state is shown rather than filtered out, so that reading it raises instead of
+        silently dropping the snapshot.
+        """
+        return include_interrupted or self.state != 'interrupted'
+
+
+def format_timestamp(moment: datetime) -> str:
+    """Fixed-width ISO-8601 UTC text, so that sorting the text sorts by time."""
+    return moment.astimezone(UTC).isoformat(timespec='microseconds')
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Read text written by `format_timestamp` back into an aware UTC datetime.
+
+    Raises:
+        ValueError: The text is not an ISO-8601 timestamp with a UTC offset.
+    """
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f'timestamp {text!r} has no UTC offset')
+    return moment.astimezone(UTC)
+
+
+def encode_metadata(metadata: Mapping[str, str]) -> str:
+    """Compact JSON text of a run's labels, keys sorted so equal labels store equal text."""
+    return json.dumps(dict(metadata), ensure_ascii=False, separators=(',', ':'), sort_keys=True)
+
+
+def decode_metadata(run_id: str, text: str) -> dict[str, str]:
+    """Parse a run's labels.
+
+    Raises:
+        DurableRecallError: The stored text is not a JSON object of strings.
+    """
+    try:
+        value: Any = json.loads(text)
+    except ValueError as error:
+        raise _corrupt_run(run_id, f'metadata is not JSON ({error})') from error
+    if not isinstance(value, dict):
+        raise _corrupt_run(run_id, 'metadata is not a JSON object')
+    items = cast(dict[Any, Any], value)
+    if not all(isinstance(key, str) and isinstance(label, str) for key, label in items.items()):
+        raise _corrupt_run(run_id, 'metadata holds a value that is not a string')
+    return cast(dict[str, str], items)
+
+
+def run_record(
+    run_id: str,
+    conversation_id: str | None,
+    parent_run_id: str | None,
+    agent_name: str | None,
+    metadata: str,
+    started_at: datetime | str,
+    token: str,
+) -> RunRecord:
+    """Build a `RunRecord` from the columns of a runs row.
+
+    Raises:
+        DurableRecallError: The row's metadata or timestamp cannot be decoded.
+    """
+    if isinstance(started_at, str):
+        try:
+            started_at = parse_timestamp(started_at)
+        except ValueError as error:
+            raise _corrupt_run(run_id, f'started_at is not a timestamp ({error})') from error
+    return RunRecord(
+        run_id=run_id,
+        conversation_id=conversation_id,
+        parent_run_id=parent_run_id,
+        agent_name=agent_name,
+        metadata=decode_metadata(run_id, metadata),
+        started_at=started_at,
+        token=token,
+    )
+
+
+def encode_ranges(ranges: Iterable[LogRange]) -> str:
+    """Compact JSON text of log ranges, e.g. `[[0,5],[9,12]]`."""
+    return json.dumps([[first, end] for first, end in ranges], separators=(',', ':'))
+
+
+def decode_ranges(run_id: str, index: int, text: str) -> list[LogRange]:
+    """Parse a snapshot's log ranges.
+
+    Raises:
+        CorruptSnapshotError: The text is not a JSON list of `[first, end]` pairs with
+            `0 <= first < end`.
+    """
+    try:
+        value: Any = json.loads(text)
+    except ValueError as error:
+        raise CorruptSnapshotError(run_id, index, f'log ranges are not JSON ({error})') from error
+    if not isinstance(value, list):
+        raise CorruptSnapshotError(run_id, index, 'log ranges are not a JSON list')
+    ranges: list[LogRange] = []
+    for item in cast(list[Any], value):
+        if not _is_range(item):
+            raise CorruptSnapshotError(run_id, index, f'log range {item!r} is not a [first, end] pair of log numbers')
+        ranges.append((item[0], item[1]))
+    return ranges
+
+
+def decode_snapshot(row: SnapshotRow, log: Mapping[int, str]) -> Snapshot:
+    """Assemble a snapshot from its row and the run's log entries.
+
+    Args:
+        row: The snapshot row.
+        log: Log entries by number; must hold at least every entry the row's ranges name.
+
+    Raises:
+        CorruptSnapshotError: The state, timestamp or ranges are malformed, a log entry the ranges
+            name is missing, or a message body does not decode.
+    """
+    state = _decode_state(row)
+    saved_at = _decode_saved_at(row)
+    ranges = decode_ranges(row.run_id, row.index, row.ranges)
+    if ranges_size(ranges) != row.size:
+        raise CorruptSnapshotError(
+            row.run_id, row.index, f'log ranges assemble {ranges_size(ranges)} messages but the row records {row.size}'
+        )
+    bodies = gather_bodies(row.run_id, row.index, ranges, log)
+    try:
+        messages = load_messages(bodies)
+    except MessageDecodeError as error:
+        raise CorruptSnapshotError(row.run_id, row.index, str(error)) from error
+    return Snapshot(
+        run_id=row.run_id,
+        index=row.index,
+        step_index=row.step_index,
+        state=state,
+        saved_at=saved_at,
+        messages=messages,
+    )
+
+
+def unregistered_run(run_id: str) -> SnapshotChainError:
+    """The error for a delta whose run was never registered (worded as the in-memory store words it)."""
+    return SnapshotChainError(f'run {run_id!r} is not registered; register it before saving snapshots')
+
+
+def chain_gap(delta: SnapshotDelta, next_index: int) -> SnapshotChainError:
+    """The error for a delta that skips ahead of the run's next snapshot index."""
+    return SnapshotChainError(f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {next_index - 1}')
+
+
+def gather_bodies(run_id: str, index: int, ranges: Sequence[LogRange], log: Mapping[int, str]) -> list[str]:
+    """The message bodies that a snapshot's log ranges name, in order.
+
+    Raises:
+        CorruptSnapshotError: A log entry the ranges name is missing.
+    """
+    bodies: list[str] = []
+    for first, end in ranges:
+        for seq in range(first, end):
+            body = log.get(seq)
+            if body is None:
+                raise CorruptSnapshotError(run_id, index, f'message {seq} of the run log is missing')
+            bodies.append(body)
+    return bodies
+
+
+def _decode_state(row: SnapshotRow) -> SnapshotState:
+    if row.state not in _STATES:
+        raise CorruptSnapshotError(row.run_id, row.index, f'unknown state {row.state!r}')
+    return cast(SnapshotState, row.state)
+
+
+def _decode_saved_at(row: SnapshotRow) -> datetime:
+    if isinstance(row.saved_at, datetime):
+        return row.saved_at
+    try:
+        return parse_timestamp(row.saved_at)
+    except ValueError as error:
+        raise CorruptSnapshotError(row.run_id, row.index, f'saved_at is not a timestamp ({error})') from error
+
+
+def _is_range(item: Any) -> TypeGuard[Sequence[int]]:
+    if not isinstance(item, list) or len(cast(list[Any], item)) != 2:
+        return False
+    first, end = cast(list[Any], item)
+    return (
+        type(first) is int  # bool is an int subclass; a stored `true` is not a log number
+        and type(end) is int
+        and 0 <= first < end
+    )
+
+
+def _corrupt_run(run_id: str, reason: str) -> DurableRecallError:
+    return DurableRecallError(f'the record of run {run_id!r} is corrupt: {reason}')

@@ -1,0 +1,61 @@
+"""One string that names a store, for configuration files, environment variables and the CLI."""
+
+from __future__ import annotations
+
+from .._errors import StoreConfigurationError
+from ._memory import InMemoryStepStore
+from ._protocol import StepStore
+
+__all__ = ('open_store',)
+
+_SQLITE_SUFFIXES = ('.db', '.sqlite', '.sqlite3')
+_SUPPORTED = (
+    'sqlite:///relative.db, sqlite:////absolute/path.db, a path ending in .db/.sqlite/.sqlite3, '
+    'postgresql://..., postgres://..., memory:'
+)
+
+
+def open_store(url: str) -> StepStore:
+    """Build the store a URL names.
+
+    Accepted forms:
+
+    - `sqlite:///relative.db` and `sqlite:////absolute/path.db` (three slashes, then the path),
+    - a bare filesystem path ending in `.db`, `.sqlite` or `.sqlite3`,
+    - `postgresql://...` or `postgres://...`, handed to
+      [`PostgresStepStore`][durable_recall.stores.PostgresStepStore] as is,
+    - `memory:` for an [`InMemoryStepStore`][durable_recall.stores.InMemoryStepStore].
+
+    Raises:
+        StoreConfigurationError: The scheme is not one of these, or the named store cannot be
+            configured (an unwritable SQLite path, a malformed Postgres URL).
+    """
+    text = url.strip()
+    if text in ('memory:', 'memory://'):
+        return InMemoryStepStore()
+    scheme, separator, rest = text.partition('://')
+    if not separator:
+        if text.lower().endswith(_SQLITE_SUFFIXES):
+            return _sqlite(text)
+        raise StoreConfigurationError(
+            f'{url!r} is not a store URL: it has no scheme and is not a path ending in .db, .sqlite or .sqlite3. '
+            f'Supported: {_SUPPORTED}.'
+        )
+    scheme = scheme.lower()
+    if scheme == 'sqlite':
+        if not rest.startswith('/') or rest == '/':
+            raise StoreConfigurationError(
+                f'{url!r} names no SQLite file: write sqlite:///relative.db or sqlite:////absolute/path.db.'
+            )
+        return _sqlite(rest[1:])
+    if scheme in ('postgresql', 'postgres'):
+        from ._postgres import PostgresStepStore
+
+        return PostgresStepStore(text)
+    raise StoreConfigurationError(f'store URL scheme {scheme!r} is not supported. Supported: {_SUPPORTED}.')
+
+
+def _sqlite(path: str) -> StepStore:
+    from ._sqlite import SqliteStepStore
+
+    return SqliteStepStore(path)

@@ -1,0 +1,114 @@
+"""Messages, registrations and a reference delta encoder for the store suite."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from durable_recall._codec import dump_messages
+from durable_recall._records import RunRegistration, Segment, SnapshotDelta, SnapshotState
+from durable_recall.stores import StepStore
+
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def message(n: int) -> ModelMessage:
+    """A small distinct message: requests for even `n`, responses for odd."""
+    at = BASE + timedelta(seconds=n)
+    if n % 2 == 0:
+        return ModelRequest(parts=[UserPromptPart(content=f'question {n}', timestamp=at)], timestamp=at)
+    return ModelResponse(parts=[TextPart(content=f'answer {n}')], model_name='test', timestamp=at)
+
+
+def messages(*numbers: int) -> list[ModelMessage]:
+    return [message(n) for n in numbers]
+
+
+def registration(
+    run_id: str | None = None,
+    *,
+    conversation_id: str | None = 'conv',
+    parent_run_id: str | None = None,
+    agent_name: str | None = None,
+    metadata: dict[str, str] | None = None,
+    token: str = 'token-1',
+) -> RunRegistration:
+    return RunRegistration(
+        run_id=run_id or f'run-{uuid.uuid4().hex[:8]}',
+        conversation_id=conversation_id,
+        parent_run_id=parent_run_id,
+        agent_name=agent_name,
+        metadata=metadata or {},
+        token=token,
+    )
+
+
+def encode(previous: Sequence[str], current: Sequence[str]) -> tuple[list[Segment], list[str]]:
+    """The reference encoder: copy the longest runs of `previous`, carry everything else as new.
+
+    Deliberately simple (quadratic): it is the oracle the stores' readback is checked against.
+    """
+    positions: dict[str, list[int]] = {}
+    for position, body in enumerate(previous):
+        positions.setdefault(body, []).append(position)
+    segments: list[Segment] = []
+    new: list[str] = []
+    i = 0
+    while i < len(current):
+        best_start, best_length = -1, 0
+        for start in positions.get(current[i], []):
+            length = 0
+            while (
+                start + length < len(previous)
+                and i + length < len(current)
+                and previous[start + length] == current[i + length]
+            ):
+                length += 1
+            if length > best_length:
+                best_start, best_length = start, length
+        if best_length:
+            segments.append((best_start, best_start + best_length))
+            i += best_length
+        else:
+            if segments and segments[-1][0] == -1:
+                segments[-1] = (-1, segments[-1][1] + 1)
+            else:
+                segments.append((-1, 1))
+            new.append(current[i])
+            i += 1
+    return segments, new
+
+
+def delta(
+    run_id: str,
+    index: int,
+    previous: Sequence[ModelMessage],
+    current: Sequence[ModelMessage],
+    *,
+    state: SnapshotState = 'complete',
+    step_index: int | None = None,
+) -> SnapshotDelta:
+    """The delta that turns snapshot `previous` into `current`, by the reference encoder."""
+    segments, new = encode(dump_messages(previous), dump_messages(current))
+    return SnapshotDelta(
+        run_id=run_id,
+        index=index,
+        step_index=index if step_index is None else step_index,
+        state=state,
+        segments=segments,
+        messages=new,
+    )
+
+
+async def save_history(
+    store: StepStore, run_id: str, history: Sequence[Sequence[ModelMessage]], *, start: int = 0
+) -> None:
+    """Save each snapshot of `history` as a delta against the one before it."""
+    previous: Sequence[ModelMessage] = []
+    for index, current in enumerate(history):
+        if index >= start:
+            assert await store.save_snapshot(delta(run_id, index, previous, current))
+        previous = current

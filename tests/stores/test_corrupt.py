@@ -1,0 +1,75 @@
+"""A row that does not decode is reported with its run and index, never skipped (SQL stores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from durable_recall import _errors
+from durable_recall._records import SnapshotDelta
+
+from ._helpers import messages, registration, save_history
+from .conftest import StoreKit
+
+pytestmark = pytest.mark.anyio
+
+# Snapshot 1 of run-1 is messages 0..3: log entries 0..3, one range.
+TAMPERING = {
+    'ranges-not-json': ("UPDATE {snapshots} SET ranges = '[[0,' WHERE run_id = ? AND idx = 1", 'not JSON'),
+    'ranges-not-a-list': ("UPDATE {snapshots} SET ranges = '{{}}' WHERE run_id = ? AND idx = 1", 'not a JSON list'),
+    'range-reversed': ("UPDATE {snapshots} SET ranges = '[[3,1]]' WHERE run_id = ? AND idx = 1", 'is not a [first'),
+    'range-not-ints': ("UPDATE {snapshots} SET ranges = '[[0,true]]' WHERE run_id = ? AND idx = 1", 'is not a [first'),
+    'size-mismatch': ('UPDATE {snapshots} SET size = 7 WHERE run_id = ? AND idx = 1', 'records 7'),
+    'unknown-state': ("UPDATE {snapshots} SET state = 'paused' WHERE run_id = ? AND idx = 1", "unknown state 'paused'"),
+    'missing-log-entry': ('DELETE FROM {messages} WHERE run_id = ? AND seq = 3', 'message 3 of the run log is missing'),
+    'body-not-a-message': (
+        'UPDATE {messages} SET body = \'{{"kind":"nope"}}\' WHERE run_id = ? AND seq = 3',
+        'kind',
+    ),
+    'body-not-json': ("UPDATE {messages} SET body = 'garbage' WHERE run_id = ? AND seq = 3", 'JSON'),
+}
+
+
+@pytest.mark.parametrize('case', list(TAMPERING))
+async def test_a_tampered_row_raises_naming_run_and_index(sql_kit: StoreKit, case: str) -> None:
+    store = sql_kit.store
+    await store.register_run(registration('run-1'))
+    await save_history(store, 'run-1', [messages(0, 1), messages(0, 1, 2, 3)])
+    sql, reason = TAMPERING[case]
+    await sql_kit.query(sql, 'run-1')
+
+    for read in (
+        store.list_snapshots('run-1'),
+        store.list_snapshots('run-1', include_interrupted=True),
+        store.latest_snapshot('run-1'),
+    ):
+        with pytest.raises(_errors.CorruptSnapshotError) as caught:
+            await read
+        assert (caught.value.run_id, caught.value.index) == ('run-1', 1)
+        assert reason in caught.value.reason
+        assert "snapshot 1 of run 'run-1' is corrupt" in str(caught.value)
+
+
+async def test_extending_a_snapshot_with_corrupt_ranges_raises(sql_kit: StoreKit) -> None:
+    store = sql_kit.store
+    await store.register_run(registration('run-1'))
+    await save_history(store, 'run-1', [messages(0, 1)])
+    await sql_kit.query("UPDATE {snapshots} SET ranges = 'nope' WHERE run_id = ?", 'run-1')
+
+    with pytest.raises(_errors.CorruptSnapshotError) as caught:
+        await store.save_snapshot(
+            SnapshotDelta(run_id='run-1', index=1, step_index=1, state='complete', segments=[(0, 2)], messages=[])
+        )
+
+    assert (caught.value.run_id, caught.value.index) == ('run-1', 0)
+    assert await sql_kit.query('SELECT COUNT(*) FROM {snapshots}') == [(1,)]
+
+
+async def test_corrupt_run_metadata_is_reported(sql_kit: StoreKit) -> None:
+    store = sql_kit.store
+    await store.register_run(registration('run-1'))
+    await sql_kit.query("UPDATE {runs} SET metadata = '[1]' WHERE run_id = ?", 'run-1')
+
+    with pytest.raises(_errors.DurableRecallError, match="the record of run 'run-1' is corrupt: metadata"):
+        await store.get_run('run-1')
+    with pytest.raises(_errors.DurableRecallError, match='metadata'):
+        await store.list_runs()
