@@ -11,4 +11,5 @@ pytest_plugins = [
     'tests._services.postgres',
     'tests._services.temporal',
     'tests._services.dbos',
+    'tests._services.stores',
 ]

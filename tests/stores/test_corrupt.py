@@ -6,9 +6,9 @@ import pytest
 
 from durable_recall import _errors
 from durable_recall._records import SnapshotDelta
+from tests._services.stores import StoreKit
 
 from ._helpers import messages, registration, save_history
-from .conftest import StoreKit
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,9 @@ import pytest
 
 from durable_recall import _errors
 from durable_recall.stores import StepStore
+from tests._services.stores import StoreKit
 
 from ._helpers import messages, registration, save_history
-from .conftest import StoreKit
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,9 @@ from durable_recall import _errors
 from durable_recall._codec import dump_messages
 from durable_recall._records import Segment, SnapshotDelta, SnapshotState
 from durable_recall.stores import StepStore
+from tests._services.stores import StoreKit
 
 from ._helpers import delta, message, messages, registration, save_history
-from .conftest import StoreKit
 
 pytestmark = pytest.mark.anyio
 
