@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 
-_BUILD = r'''
+_BUILD = r"""
 import json, time
 t0 = time.perf_counter()
 from pydantic_ai import Agent
@@ -29,7 +29,7 @@ if {persist}:
 Agent(TestModel(), name='bench', capabilities=capabilities)
 built = time.perf_counter()
 print(json.dumps({{'import': imported - t0, 'build': built - imported}}))
-'''
+"""
 
 
 def _measure(persist: bool) -> dict[str, float]:

@@ -1,0 +1,39 @@
+"""The README's examples run as written: each ```python block is executed in a fresh process.
+
+A block preceded by `<!-- not-run: reason -->` is skipped (say why in the README).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / 'README.md'
+_BLOCK = re.compile(r'(<!-- not-run:[^>]*-->\s*)?```python\n(.*?)```', re.DOTALL)
+
+
+def _blocks() -> list[tuple[int, str]]:
+    text = README.read_text()
+    return [
+        (text.count('\n', 0, match.start()) + 1, match.group(2))
+        for match in _BLOCK.finditer(text)
+        if match.group(1) is None
+    ]
+
+
+def test_readme_has_examples() -> None:
+    assert _blocks(), 'the README should show runnable code'
+
+
+@pytest.mark.parametrize(
+    ('line', 'code'), _blocks(), ids=lambda value: f'line{value}' if isinstance(value, int) else ''
+)
+def test_readme_example_runs(line: int, code: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, f'README example at line {line} failed:\n{result.stdout}\n{result.stderr}'
