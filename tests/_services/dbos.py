@@ -131,3 +131,29 @@ async def dbos_step_names(workflow_id: str) -> list[str]:
     from dbos import DBOS
 
     return [step['function_name'] for step in await DBOS.list_workflow_steps_async(workflow_id)]
+
+
+async def reexecute_workflow(workflow_id: str) -> object:
+    """Run a finished workflow's code again, as DBOS recovery does after a crash, and return its result.
+
+    The workflow is marked `PENDING` again and recovered: DBOS re-executes the workflow function,
+    and every step it already recorded returns its recorded output instead of running. This wraps
+    DBOS internals (`_sys_db`, `_recover_pending_workflows`), kept in this one helper so a DBOS
+    upgrade that moves them breaks one place.
+    """
+    import sqlalchemy as sa
+    from dbos import DBOS
+    from dbos._dbos import _get_dbos_instance
+    from dbos._schemas.system_database import SystemSchema
+
+    sys_db = _get_dbos_instance()._sys_db
+    table = SystemSchema.workflow_status
+    with sys_db.engine.begin() as conn:
+        conn.execute(
+            sa.update(table)
+            .where(table.c.workflow_uuid == workflow_id)
+            .values(status='PENDING', output=None, executor_id='local')
+        )
+    handles = [h for h in DBOS._recover_pending_workflows(['local']) if h.get_workflow_id() == workflow_id]
+    assert len(handles) == 1, f'DBOS did not recover {workflow_id!r}'
+    return await asyncio.to_thread(handles[0].get_result)
