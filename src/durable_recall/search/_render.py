@@ -1,0 +1,298 @@
+"""Render a message the way search sees it: searchable text for the index, labelled lines for display.
+
+The two modes differ on purpose. The index holds only what was said: no role labels, no markup,
+no tool-call punctuation. Were `User:` indexed, the query `user` would match every user message
+and the label words would inflate every document's length. Display adds the labels back, so the
+model can tell who said what, and clips each part around the query.
+
+What is indexed, part by part:
+
+* user prompts: their text items (binary and media items are skipped, the text next to them kept);
+* system prompts, and the new text of an instruction change (without its `<context>` markup);
+* assistant text, and speech transcripts from either side;
+* tool calls: the tool name and the argument *values*. Argument keys are left out: they are the
+  tool's schema, repeated on every call of it (`path`, `query`, `id`), so like role labels they
+  would match every call and say nothing about any one of them;
+* tool returns: strings as they are, anything else as compact JSON. Keys stay here, because a
+  result's keys are often data (a mapping by file or customer name). The tool name is not repeated:
+  the call already carries it;
+* retries, from a tool or about the output: the feedback text, or the validation errors as JSON;
+* a compaction summary an application wrote into a request.
+
+Never indexed, and not displayed either: thinking, files, native (provider-run) tool parts, a
+provider's compaction of a response, bookkeeping parts (tool availability, capability loading,
+model settings, instruction baselines), parts this version does not know, the marker request a
+`SlidingWindowCompaction` writes, the harness's compaction summaries and receipts, and the search
+tool's own calls and returns. Those last ones would echo: a later search would find earlier search
+results, which quote the originals, and often rank them above the originals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any, NamedTuple, cast
+
+import pydantic_core
+from pydantic_ai.messages import (
+    CompactionPart,
+    InstructionDeltaPart,
+    ModelMessage,
+    ModelRequest,
+    RetryFeedbackPart,
+    SpeechPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+    is_multi_modal_content,
+)
+
+from ..compaction import is_compaction_marker
+from ._artifacts import is_compaction_receipt, is_summary_artifact
+from ._clip import clip
+
+__all__ = (
+    'DEFAULT_SKIP_TOOLS',
+    'NO_TEXT',
+    'SEARCH_TOOL_NAME',
+    'SHORT_LIMIT',
+    'TEXT_LIMIT',
+    'display_lines',
+    'index_text',
+    'is_indexable',
+)
+
+SEARCH_TOOL_NAME = 'search_conversation_history'
+"""The name the search tool registers under."""
+
+DEFAULT_SKIP_TOOLS: frozenset[str] = frozenset({SEARCH_TOOL_NAME})
+"""Tools whose calls and returns are never indexed: the search tool itself, so it never finds itself."""
+
+TEXT_LIMIT = 500
+"""Display characters kept per part."""
+
+SHORT_LIMIT = 200
+"""Display characters kept for system text and tool-call arguments, which are rarely what was asked for."""
+
+NO_TEXT = '[no text content]'
+"""The display line of a message with nothing to show, such as a response holding only thinking."""
+
+_RETURN_LABELS = {
+    'success': 'Tool return',
+    'failed': 'Tool failed',
+    'denied': 'Tool denied',
+    'interrupted': 'Tool interrupted',
+}
+
+
+class _Piece(NamedTuple):
+    """One part as both modes need it."""
+
+    indexed: str
+    """Searchable text; empty for a part that is shown but holds nothing to search."""
+    label: str
+    """Display text before the body."""
+    body: str
+    """Display text clipped around the query."""
+    limit: int
+    """How many characters of `body` display keeps."""
+    closing: str = ''
+    """Display text after the body."""
+
+
+def index_text(message: ModelMessage, *, skip_tools: Collection[str] = DEFAULT_SKIP_TOOLS) -> str:
+    """The searchable text of a message: its parts' text joined by newlines, without labels.
+
+    Args:
+        message: Any message; one with nothing searchable gives `''`.
+        skip_tools: Tool names whose calls and returns are left out. Pass the search tool's name
+            when it is registered under another name or with a prefix.
+    """
+    return '\n'.join(piece.indexed for piece in _pieces(message, skip_tools) if piece.indexed)
+
+
+def display_lines(
+    message: ModelMessage,
+    terms: Collection[str],
+    *,
+    rarity: Mapping[str, float] | None = None,
+    skip_tools: Collection[str] = DEFAULT_SKIP_TOOLS,
+) -> list[str]:
+    """A message as the model is shown it in results: one labelled, clipped line per part.
+
+    A line may hold newlines of the part's own text.
+
+    Args:
+        message: Any message; one with nothing to show gives `[NO_TEXT]`.
+        terms: The query's terms, which each part's excerpt centres on.
+        rarity: The terms' idf, so the excerpt centres on the rarest term a part holds.
+        skip_tools: As for `index_text`, so display and index agree on what a message holds.
+    """
+    lines = [
+        (piece.label + clip(piece.body, piece.limit, terms, rarity) + piece.closing).rstrip()
+        for piece in _pieces(message, skip_tools)
+    ]
+    return lines or [NO_TEXT]
+
+
+def is_indexable(message: ModelMessage, *, skip_tools: Collection[str] = DEFAULT_SKIP_TOOLS) -> bool:
+    """Whether a message belongs in the corpus at all.
+
+    False for a message that exists only as machinery: a compaction marker, or one whose parts
+    are all compaction summaries, receipts, or the search tool's own calls and returns. Such a
+    message is not part of the conversation, so it should not count toward the corpus size or
+    the average length either. True for everything else, even a message with no searchable text
+    (a response holding only thinking): it is still a turn of the conversation, shown as context.
+    """
+    if is_compaction_marker(message):
+        return False
+    return not message.parts or not all(_is_machinery(part, skip_tools) for part in message.parts)
+
+
+def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Piece]:
+    if is_compaction_marker(message):
+        return
+    in_request = isinstance(message, ModelRequest)
+    for part in message.parts:
+        if _is_machinery(part, skip_tools):
+            continue
+        piece = _request_piece(part) if in_request else _response_piece(part)
+        if piece is not None:
+            yield piece
+
+
+def _is_machinery(part: object, skip_tools: Collection[str]) -> bool:
+    if is_summary_artifact(part) or is_compaction_receipt(part):
+        return True
+    tool_name: object = getattr(part, 'tool_name', None)
+    if isinstance(part, ToolCallPart | ToolReturnPart) or _is_legacy_retry(part):
+        return tool_name in skip_tools
+    return False
+
+
+def _is_legacy_retry(part: object) -> bool:
+    """A `RetryPromptPart`, recognised by its kind: the class is deprecated, and naming it warns."""
+    return getattr(part, 'part_kind', None) == 'retry-prompt'
+
+
+def _request_piece(part: object) -> _Piece | None:
+    if isinstance(part, UserPromptPart):
+        return _text_piece('User: ', _user_text(part), TEXT_LIMIT)
+    if isinstance(part, SystemPromptPart):
+        return _text_piece('System: ', part.content, SHORT_LIMIT)
+    if isinstance(part, InstructionDeltaPart):
+        return _instruction_piece(part)
+    if isinstance(part, ToolReturnPart):
+        return _return_piece(cast('ToolReturnPart[Any]', part))
+    if isinstance(part, RetryFeedbackPart):
+        return _text_piece('Retry: ', _retry_text(part.content), TEXT_LIMIT)
+    if isinstance(part, CompactionPart):
+        return _text_piece('Summary: ', part.content or '', TEXT_LIMIT)
+    if isinstance(part, SpeechPart):
+        return _speech_piece(part)
+    if _is_legacy_retry(part):
+        tool_name = getattr(part, 'tool_name', None)
+        label = f'Retry [{tool_name}]: ' if isinstance(tool_name, str) else 'Retry: '
+        return _text_piece(label, _retry_text(getattr(part, 'content', None)), TEXT_LIMIT)
+    return None
+
+
+def _response_piece(part: object) -> _Piece | None:
+    if isinstance(part, TextPart):
+        return _text_piece('Assistant: ', part.content, TEXT_LIMIT)
+    if isinstance(part, ToolCallPart):
+        return _call_piece(cast('ToolCallPart[Any]', part))
+    if isinstance(part, SpeechPart):
+        return _speech_piece(part)
+    return None
+
+
+def _text_piece(label: str, text: str, limit: int) -> _Piece | None:
+    return _Piece(text, label, text, limit) if text.strip() else None
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    texts: list[str] = []
+    for item in part.content:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, TextContent):
+            texts.append(item.content)
+    return ' '.join(texts)
+
+
+def _instruction_piece(part: InstructionDeltaPart) -> _Piece | None:
+    label = f'Instructions [{part.id}]' if part.id is not None else 'Instructions'
+    if part.content is None:
+        return _Piece('', f'{label} withdrawn', '', SHORT_LIMIT)
+    return _text_piece(f'{label}: ', part.content, SHORT_LIMIT)
+
+
+def _speech_piece(part: SpeechPart) -> _Piece | None:
+    return _text_piece(f'Speech [{part.speaker}]: ', part.transcript or '', TEXT_LIMIT)
+
+
+def _return_piece(part: ToolReturnPart[Any]) -> _Piece:
+    content = cast(object, part.content)
+    if part.outcome == 'retried':
+        text = _retry_text(content)
+        label = f'Retry [{part.tool_name}]: '
+    else:
+        items = cast(list[object], content) if isinstance(content, list) else [content]
+        text = ' '.join(item_text for item in items if (item_text := _value_text(item)))
+        label = f'{_RETURN_LABELS.get(part.outcome, "Tool return")} [{part.tool_name}]: '
+    return _Piece(text, label, text, TEXT_LIMIT)
+
+
+def _call_piece(part: ToolCallPart[Any]) -> _Piece:
+    args = part.args_as_dict()
+    values = _json_values(pydantic_core.to_jsonable_python(args, serialize_unknown=True, bytes_mode='base64'))
+    searchable = ' '.join([part.tool_name, *values])
+    return _Piece(searchable, f'Tool call {part.tool_name}(', _json(args) if args else '', SHORT_LIMIT, ')')
+
+
+def _retry_text(content: object) -> str:
+    """The feedback a retry carries: a message as is, validation errors as JSON without `ctx`.
+
+    `ctx` is whatever a validator was handed as context: the application's data, not the model's
+    mistake, and never shown to the model either.
+    """
+    if isinstance(content, list):
+        errors = [
+            {key: value for key, value in cast(dict[str, object], item).items() if key != 'ctx'}
+            if isinstance(item, dict)
+            else item
+            for item in cast(list[object], content)
+        ]
+        return _json(errors)
+    return _value_text(content)
+
+
+def _value_text(value: object) -> str:
+    if value is None or is_multi_modal_content(value):
+        return ''
+    if isinstance(value, str):
+        return value
+    return _json(value)
+
+
+def _json(value: object) -> str:
+    return pydantic_core.to_json(value, serialize_unknown=True, bytes_mode='base64').decode()
+
+
+def _json_values(value: object) -> Iterator[str]:
+    """The leaf values of JSON data: strings and numbers; booleans and nulls say nothing searchable."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield str(value)
+    elif isinstance(value, dict):
+        for item in cast(dict[str, object], value).values():
+            yield from _json_values(item)
+    elif isinstance(value, list):
+        for item in cast(list[object], value):
+            yield from _json_values(item)
