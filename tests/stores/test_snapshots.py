@@ -322,3 +322,13 @@ async def test_only_a_first_snapshot_may_have_a_base(store: StepStore) -> None:
         await store.save_snapshot(later)
 
     assert [s.messages for s in await store.list_snapshots('child')] == [messages(5)]
+
+
+async def test_after_lists_only_snapshots_saved_since_a_watermark(store: StepStore) -> None:
+    await store.register_run(registration('run-w'))
+    history = [messages(0), messages(0, 1), messages(0, 1, 2), messages(1, 2, 3)]
+    await save_history(store, 'run-w', history)
+    later = await store.list_snapshots('run-w', after=1)
+    assert [(s.index, s.messages) for s in later] == [(2, history[2]), (3, history[3])]
+    assert await store.list_snapshots('run-w', after=3) == []
+    assert [s.index for s in await store.list_snapshots('run-w', after=-1)] == [0, 1, 2, 3]

@@ -102,12 +102,16 @@ class InMemoryStepStore:
             )
             return True
 
-    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:
+    async def list_snapshots(
+        self, run_id: str, *, include_interrupted: bool = False, after: int = -1
+    ) -> list[Snapshot]:
         run = self._runs.get(run_id)
         if run is None:
             return []
         return [
-            self._decode(run, stored) for stored in run.snapshots if include_interrupted or stored.state == 'complete'
+            self._decode(run, stored)
+            for stored in run.snapshots[max(after + 1, 0) :]
+            if include_interrupted or stored.state == 'complete'
         ]
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:

@@ -19,6 +19,7 @@ from ._rows import (
     encode_metadata,
     encode_ranges,
     gather_bodies,
+    log_span,
     run_record,
     unregistered_run,
 )
@@ -196,16 +197,23 @@ class PostgresStepStore:
             )
             return True
 
-    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:
+    async def list_snapshots(
+        self, run_id: str, *, include_interrupted: bool = False, after: int = -1
+    ) -> list[Snapshot]:
         async with self._transaction(snapshot=True) as cur:
             await cur.execute(
-                self._sql(f'SELECT {_SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s ORDER BY idx'), (run_id,)
+                self._sql(f'SELECT {_SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s AND idx > %s ORDER BY idx'),
+                (run_id, after),
             )
             rows = [self._snapshot_row(run_id, row) for row in await cur.fetchall()]
             rows = [row for row in rows if row.is_shown(include_interrupted)]
             if not rows:
                 return []
-            await cur.execute(self._sql('SELECT seq, body FROM {messages} WHERE run_id = %s'), (run_id,))
+            first, end = log_span(rows)
+            await cur.execute(
+                self._sql('SELECT seq, body FROM {messages} WHERE run_id = %s AND seq >= %s AND seq < %s'),
+                (run_id, first, end),
+            )
             log: dict[int, str] = dict(await cur.fetchall())
         return await anyio.to_thread.run_sync(lambda: [decode_snapshot(row, log) for row in rows])
 

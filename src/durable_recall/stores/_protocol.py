@@ -54,8 +54,16 @@ class StepStore(Protocol):
         """
         ...
 
-    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:
+    async def list_snapshots(
+        self, run_id: str, *, include_interrupted: bool = False, after: int = -1
+    ) -> list[Snapshot]:
         """A run's snapshots in the order they were saved.
+
+        Args:
+            run_id: The store run id.
+            include_interrupted: Also list snapshots with an open tool call.
+            after: Only snapshots whose index is greater (a reader's watermark), so a reader that
+                has folded in snapshots up to `after` reads only what was saved since.
 
         Raises:
             CorruptSnapshotError: A row cannot be decoded; it is reported, never skipped.

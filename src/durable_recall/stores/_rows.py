@@ -29,6 +29,7 @@ __all__ = (
     'encode_ranges',
     'format_timestamp',
     'gather_bodies',
+    'log_span',
     'parse_timestamp',
     'run_record',
     'unregistered_run',
@@ -141,6 +142,24 @@ def run_record(
 def encode_ranges(ranges: Iterable[LogRange]) -> str:
     """Compact JSON text of log ranges, e.g. `[[0,5],[9,12]]`."""
     return json.dumps([[first, end] for first, end in ranges], separators=(',', ':'))
+
+
+def log_span(rows: Sequence[SnapshotRow]) -> tuple[int, int]:
+    """The smallest `[first, end)` span of log numbers the rows' ranges touch, to read only those.
+
+    A row whose ranges do not parse gives the widest span, so that decoding it raises the
+    corruption error with its reason rather than this helper.
+    """
+    first, end = None, None
+    for row in rows:
+        try:
+            ranges = decode_ranges(row.run_id, row.index, row.ranges)
+        except CorruptSnapshotError:
+            return 0, 2**62
+        for start, stop in ranges:
+            first = start if first is None else min(first, start)
+            end = stop if end is None else max(end, stop)
+    return (first or 0, end or 0)
 
 
 def decode_ranges(run_id: str, index: int, text: str) -> list[LogRange]:

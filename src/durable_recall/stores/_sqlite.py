@@ -25,6 +25,7 @@ from ._rows import (
     encode_ranges,
     format_timestamp,
     gather_bodies,
+    log_span,
     run_record,
     unregistered_run,
 )
@@ -188,15 +189,20 @@ class SqliteStepStore:
 
         return await self._call(write)
 
-    async def list_snapshots(self, run_id: str, *, include_interrupted: bool = False) -> list[Snapshot]:
+    async def list_snapshots(
+        self, run_id: str, *, include_interrupted: bool = False, after: int = -1
+    ) -> list[Snapshot]:
         def read(conn: sqlite3.Connection) -> tuple[list[SnapshotRow], dict[int, str]]:
             with _transaction(conn, 'BEGIN'):
-                query = f'SELECT {_SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ? ORDER BY idx'
-                rows = [SnapshotRow(run_id, *row) for row in conn.execute(query, (run_id,))]
+                query = f'SELECT {_SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ? AND idx > ? ORDER BY idx'
+                rows = [SnapshotRow(run_id, *row) for row in conn.execute(query, (run_id, after))]
                 rows = [row for row in rows if row.is_shown(include_interrupted)]
                 if not rows:
                     return [], {}
-                log = conn.execute('SELECT seq, body FROM dr_messages WHERE run_id = ?', (run_id,))
+                first, end = log_span(rows)
+                log = conn.execute(
+                    'SELECT seq, body FROM dr_messages WHERE run_id = ? AND seq >= ? AND seq < ?', (run_id, first, end)
+                )
                 return rows, dict(log.fetchall())
 
         def decode(found: tuple[list[SnapshotRow], dict[int, str]]) -> list[Snapshot]:
