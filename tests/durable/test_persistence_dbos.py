@@ -7,14 +7,19 @@ launch picks them up (see `tests/_services/dbos.py`).
 from __future__ import annotations
 
 import uuid
+import warnings
+from typing import Any
 
 import pytest
 from dbos import DBOS, SetWorkflowID
 from pydantic_ai import Agent
-from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai.durable_exec.dbos import (
+    DBOSAgent,  # pyright: ignore[reportDeprecated]
+    DBOSDurability,
+)
 from pydantic_ai.messages import ModelMessage
 
-from durable_recall import SlidingWindowCompaction, StepPersistence
+from durable_recall import SlidingWindowCompaction, StepPersistence, WorkflowCodeIOError
 from tests._scripted import read_file, scripted_model
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow
@@ -78,3 +83,25 @@ class TestDBOSPersistence:
         assert BODY_RUNS.count(conversation_id) == 2
         assert await row_counts(STORE, conversation_id) == counts
         assert await dbos_step_names(workflow_id) == steps
+
+
+def _deprecated_wrapper() -> Any:
+    agent = Agent(scripted_model(), name='wrapped_dbos', capabilities=[StepPersistence(STORE)])
+    agent.tool_plain(read_file)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # the wrapper's deprecation is what this test is about
+        return DBOSAgent(agent)  # pyright: ignore[reportDeprecated]
+
+
+WRAPPED = _deprecated_wrapper()
+
+
+@DBOS.workflow(name='durable_recall_tests.dbos_wrapped')
+async def dbos_wrapped(conversation_id: str) -> str:
+    return (await WRAPPED.run('hello', conversation_id=conversation_id)).output
+
+
+class TestDeprecatedWrapper:
+    async def test_refuses_store_io_in_workflow_code(self, dbos_sqlite: DBOS) -> None:
+        with pytest.raises(WorkflowCodeIOError, match=r'inline in DBOS workflow code.*`DBOSDurability\(\)`'):
+            await dbos_wrapped(f'conv-{uuid.uuid4()}')
