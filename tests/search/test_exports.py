@@ -8,14 +8,18 @@ import durable_recall.search as search
 def test_all_is_pinned() -> None:
     assert sorted(search.__all__) == [
         'Bm25Params',
+        'ConversationSearch',
         'DEFAULT_SKIP_TOOLS',
         'ELLIPSIS',
         'HARNESS_LEGACY_SUMMARY_PREFIX',
         'HARNESS_RECEIPT_TAG',
         'HARNESS_SUMMARY_KEY',
         'NO_TEXT',
+        'Order',
         'SEARCH_TOOL_NAME',
         'SHORT_LIMIT',
+        'SearchRequest',
+        'SearchScope',
         'TEXT_LIMIT',
         'Token',
         'clip',
@@ -30,6 +34,7 @@ def test_all_is_pinned() -> None:
         'score_term',
         'term_frequencies',
         'tokenize',
+        'tool_description',
     ]
 
 

@@ -1,4 +1,4 @@
-"""Conversation search: the pure, engine-neutral ranking core.
+"""Conversation search: the history record -> index -> ranking -> excerpt -> tool answer steps.
 
 Text in, numbers and strings out, with no I/O: `tokenize` defines a term, `index_text` what of a
 message is searchable, `rank` (with `idf` and `score_term`) scores documents by BM25, and
@@ -27,7 +27,10 @@ from ._render import (
     index_text,
     is_indexable,
 )
+from ._capability import ConversationSearch
+from ._searcher import Order, SearchRequest, SearchScope
 from ._tokenize import Token, iter_tokens, tokenize
+from ._toolset import tool_description
 
 __all__ = (
     'DEFAULT_SKIP_TOOLS',
@@ -40,6 +43,10 @@ __all__ = (
     'SHORT_LIMIT',
     'TEXT_LIMIT',
     'Bm25Params',
+    'ConversationSearch',
+    'Order',
+    'SearchRequest',
+    'SearchScope',
     'Token',
     'clip',
     'display_lines',
@@ -53,4 +60,5 @@ __all__ = (
     'score_term',
     'term_frequencies',
     'tokenize',
+    'tool_description',
 )

@@ -1,0 +1,157 @@
+"""What the model reads back: result blocks, the fixed answers for empty or refused searches, the budget.
+
+Every answer is a plain string that explains itself: the model should never need an exception
+to learn why a search found nothing. Answers about scope never reveal whether data exists
+outside it. Query and run id are echoed with `repr`, clipped, so quotes and control characters
+cannot make the header ambiguous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from ._corpus import Hit
+from ._render import display_lines
+
+__all__ = (
+    'empty_conversation',
+    'empty_store',
+    'format_hits',
+    'no_conversation',
+    'no_matches',
+    'no_run',
+    'no_terms',
+    'unreadable_note',
+)
+
+_ECHO_LIMIT = 120
+
+
+def echo(value: str) -> str:
+    """A user-supplied string, quoted and clipped for display."""
+    clipped = value if len(value) <= _ECHO_LIMIT else value[:_ECHO_LIMIT] + '…'
+    return repr(clipped)
+
+
+def no_conversation() -> str:
+    """Conversation scope without a conversation id: fail closed."""
+    return (
+        'This run has no conversation id, so a conversation-scoped search has nothing it may read. '
+        'The application must pass `conversation_id=` to `Agent.run(...)` so that this '
+        "conversation's persisted history can be told apart from every other conversation in the store."
+    )
+
+
+def no_run(run_id: str) -> str:
+    """The one answer for an unknown run, an out-of-scope run and a run with nothing persisted."""
+    return f'No persisted history for run {echo(run_id)}.'
+
+
+def empty_conversation() -> str:
+    """Conversation scope, nothing persisted yet."""
+    return (
+        'No persisted history in this conversation yet. The search covers only runs that share this '
+        "run's conversation id (set with `conversation_id=` or inherited through `message_history`)."
+    )
+
+
+def empty_store() -> str:
+    """Store-wide scope, nothing persisted at all."""
+    return (
+        'No persisted conversation history to search yet. History accumulates as runs persist their '
+        'steps: add `StepPersistence` to the agent, on the same store this search reads.'
+    )
+
+
+def no_terms(query: str) -> str:
+    """A query with no searchable words (empty, punctuation only)."""
+    return f'The query {echo(query)} has no searchable words. Search for distinctive words: names, values, paths.'
+
+
+def no_matches(query: str, total: int) -> str:
+    """Nothing scored."""
+    return f'No matches for {echo(query)} in {total} persisted messages.'
+
+
+def unreadable_note(problems: Sequence[str]) -> str:
+    """Runs that could not be read; named so that nothing is silently missing from the results."""
+    listed = '; '.join(problems)
+    return f'Warning: part of the persisted history could not be read and was not searched: {listed}.'
+
+
+def format_hits(
+    query: str,
+    total: int,
+    hits: Sequence[Hit],
+    *,
+    terms: Collection[str],
+    rarity: Mapping[str, float],
+    context_lines: int,
+    max_bytes: int,
+    skip_tools: Collection[str],
+) -> str:
+    """The header and one block per hit, a window of `context_lines` messages around it.
+
+    A hit whose own message an earlier block already showed is skipped (it does not use up a
+    slot; the caller passes more hits than it wants). Blocks stop at `max_bytes` of UTF-8, with a
+    closing line saying how many were left out.
+    """
+    shown: set[tuple[int, int]] = set()
+    blocks: list[str] = []
+    for hit in hits:
+        if (hit.section.order, hit.position) in shown:
+            continue
+        start = max(hit.section.first, hit.position - context_lines)
+        end = min(len(hit.section.indexed.messages), hit.position + context_lines + 1)
+        shown.update((hit.section.order, position) for position in range(start, end))
+        blocks.append(_block(hit, start, end, terms, rarity, skip_tools))
+    return _fit(query, total, blocks, max_bytes)
+
+
+def _block(
+    hit: Hit,
+    start: int,
+    end: int,
+    terms: Collection[str],
+    rarity: Mapping[str, float],
+    skip_tools: Collection[str],
+) -> str:
+    run = hit.section.indexed.run
+    label = f'run: {run.run_id}' + (f' | conversation: {run.conversation_id}' if run.conversation_id else '')
+    lines = [f'[score: {hit.score:.1f} | {label}]']
+    for position in range(start, end):
+        message = hit.section.indexed.messages[position]
+        rendered = display_lines(message, terms, rarity=rarity, skip_tools=skip_tools)
+        marker = '>' if position == hit.position else ' '
+        lines.append(f'{marker}[{position}] {rendered[0]}')
+        lines.extend(f'     {line}' for line in rendered[1:])
+    return '\n'.join(lines)
+
+
+def _header(query: str, total: int, count: int) -> str:
+    noun = 'match' if count == 1 else 'matches'
+    return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
+
+
+def _fit(query: str, total: int, blocks: Sequence[str], max_bytes: int) -> str:
+    separator = '\n\n---\n\n'
+    kept: list[str] = []
+    used = len(_header(query, total, len(blocks)).encode()) + 2
+    for block in blocks:
+        cost = len(block.encode()) + (len(separator) if kept else 0)
+        if used + cost > max_bytes - 200:  # room for the closing line
+            break
+        kept.append(block)
+        used += cost
+    if not kept and blocks:
+        # Even one block is over budget: show the top of it rather than nothing.
+        budget = max(max_bytes - used - 200, 0)
+        kept = [blocks[0].encode()[:budget].decode(errors='ignore') + ' …']
+    text = _header(query, total, len(kept)) + '\n\n' + separator.join(kept)
+    left = len(blocks) - len(kept)
+    if left:
+        text += (
+            f'\n\n[{left} more {"match was" if left == 1 else "matches were"} left out to keep this result under '
+            f'{max_bytes} bytes: narrow the query, or pass `run_id` to search one run.]'
+        )
+    return text

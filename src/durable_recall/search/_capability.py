@@ -1,0 +1,190 @@
+"""`ConversationSearch`: the capability that gives an agent `search_conversation_history`."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities.durable_operation import durable_operation
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from .._warnings import DurableRecallDeprecationWarning
+from ..history import HistorySource
+from ._bm25 import Bm25Params
+from ._render import SEARCH_TOOL_NAME
+from ._searcher import Searcher, SearchRequest, SearchScope
+from ._toolset import build_toolset
+
+__all__ = ('ConversationSearch',)
+
+_COMPARED = (
+    'source',
+    'scope',
+    'max_matches',
+    'context_lines',
+    'bm25_k1',
+    'bm25_b',
+    'add_instructions',
+    'tool_id',
+    'max_result_bytes',
+    'description',
+    'defer_loading',
+)
+
+
+@dataclass
+class ConversationSearch(AbstractCapability[Any]):
+    """Give the agent `search_conversation_history`: BM25-ranked recall over persisted history.
+
+    Pair it with `StepPersistence` on the same store (`ConversationSearch(SnapshotHistorySource(
+    store), scope='conversation')`): everything the agent's runs persisted is searchable,
+    including turns that compaction dropped from the live context and earlier runs of the same
+    conversation.
+
+    Args:
+        source: Where history is read from, usually `SnapshotHistorySource(store)`.
+        scope: `'conversation'` searches only runs with the calling run's conversation id (and
+            answers without searching when the run has none); `'all'` searches every run in the
+            store, for stores that hold one principal's history. Leaving it unset means
+            `'conversation'` and warns once, so that the choice is made on purpose.
+        max_matches: The most result blocks per call (at least 1).
+        context_lines: Messages shown before and after each match, within its run.
+        bm25_k1: BM25 term-frequency saturation (finite, at least 0).
+        bm25_b: BM25 length normalisation (0 to 1).
+        add_instructions: Tell the model in its instructions that the tool exists and when to use it.
+        tool_id: The id of the toolset that holds the tool.
+        max_result_bytes: The most UTF-8 bytes one result may have; far below Temporal's 2 MB
+            payload limit by default.
+        id: The capability id; capabilities with one id are combined (see `combine`).
+    """
+
+    source: HistorySource
+    scope: SearchScope | None = None
+    max_matches: int = 10
+    context_lines: int = 5
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    add_instructions: bool = True
+    tool_id: str = 'conversation-search'
+    max_result_bytes: int = 16_000
+    _: KW_ONLY
+    id: str | None = 'conversation_search'
+
+    _searcher: Searcher = field(init=False, repr=False, compare=False)
+    _toolset: FunctionToolset[Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, HistorySource):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f'ConversationSearch needs a HistorySource, got {type(self.source).__name__}: '
+                'use SnapshotHistorySource(store) over the store StepPersistence writes to.'
+            )
+        if self.scope not in (None, 'conversation', 'all'):
+            raise ValueError(f"scope must be 'conversation' or 'all', got {self.scope!r}")
+        _check_int('max_matches', self.max_matches, minimum=1)
+        _check_int('context_lines', self.context_lines, minimum=0)
+        _check_int('max_result_bytes', self.max_result_bytes, minimum=2048)
+        params = Bm25Params(k1=self.bm25_k1, b=self.bm25_b)
+        if not isinstance(self.add_instructions, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f'add_instructions must be a bool, got {self.add_instructions!r}')
+        if not isinstance(self.tool_id, str) or not self.tool_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f'tool_id must be a non-empty string, got {self.tool_id!r}')
+        if self.scope is None:
+            warnings.warn(
+                "`ConversationSearch` was created without a scope, so it uses scope='conversation': it searches "
+                'only runs that share the calling run\'s conversation id. Pass scope="conversation" to keep that '
+                "and silence this warning, or scope='all' to search every run in the store (only for stores that "
+                "hold one principal's history). The default will stay 'conversation'; the warning will go.",
+                DurableRecallDeprecationWarning,
+                stacklevel=3,
+            )
+        self._searcher = Searcher(
+            source=self.source,
+            params=params,
+            max_matches=self.max_matches,
+            context_lines=self.context_lines,
+            max_result_bytes=self.max_result_bytes,
+            skip_tools=frozenset({SEARCH_TOOL_NAME}),
+        )
+        # One toolset for the capability's lifetime: durable engines register it by identity.
+        self._toolset = build_toolset(self, tool_id=self.tool_id, scope=self.effective_scope)
+
+    @property
+    def effective_scope(self) -> SearchScope:
+        """The scope searches use: `scope`, or `'conversation'` when it was left unset."""
+        return self.scope or 'conversation'
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not spec-serializable: a history source is a live object."""
+        return None
+
+    def get_toolset(self) -> FunctionToolset[Any]:
+        """The capability's one toolset (the same object on every call)."""
+        return self._toolset
+
+    def get_instructions(self) -> str | None:
+        """Tell the model the tool exists, what it reaches and when to reach for it."""
+        if not self.add_instructions:
+            return None
+        reach = (
+            'earlier runs of the same conversation'
+            if self.effective_scope == 'conversation'
+            else 'other runs persisted in the same store'
+        )
+        return (
+            f'You can call `{SEARCH_TOOL_NAME}` to get exact details back from the persisted history: earlier '
+            f'turns that were dropped from your context to save space, and {reach}. When something you need '
+            '(a path, a value, a decision, an error message) is missing from the context or from a summary of '
+            'it, search for it instead of guessing.'
+        )
+
+    @classmethod
+    def combine(cls, capabilities: Sequence[AbstractCapability[Any]]) -> ConversationSearch:
+        """One search per id: identical configurations become one; differing ones are an error.
+
+        Raises:
+            UserError: Naming the fields that differ (never their values, which may be secret).
+        """
+        first = capabilities[0]
+        assert isinstance(first, ConversationSearch)
+        differing: list[str] = []
+        for other in capabilities[1:]:
+            assert isinstance(other, ConversationSearch)
+            for name in _COMPARED:
+                if _field_value(first, name) != _field_value(other, name) and name not in differing:
+                    differing.append(name)
+        if differing:
+            names = ', '.join(repr(name) for name in sorted(differing, key=_COMPARED.index))
+            raise UserError(
+                f'Capability id {first.id!r} is used by several ConversationSearch capabilities that disagree on '
+                f'{names}. Make them agree, or give each its own `id` and wrap each in `PrefixTools` so their '
+                'tools get distinct names.'
+            )
+        return first
+
+    @durable_operation('search')
+    async def search(self, ctx: RunContext[Any], request: SearchRequest) -> str:
+        """Durable unit: one search, answered as a string (a DBOS step; inline in a Temporal activity).
+
+        The scope is read from the run context (set by the application), never from the model.
+        """
+        return await self._searcher.search(request, scope=self.effective_scope, conversation_id=ctx.conversation_id)
+
+
+def _field_value(capability: ConversationSearch, name: str) -> object:
+    if name == 'scope':
+        return capability.effective_scope
+    return getattr(capability, name)
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f'{name} must be an int, got {value!r}')
+    if value < minimum:
+        raise ValueError(f'{name} must be at least {minimum}, got {value!r}')

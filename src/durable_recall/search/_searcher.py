@@ -1,0 +1,185 @@
+"""One search, from a request to the answer string: scope, corpus, ranking, excerpts.
+
+Engine-neutral: the capability decides where this runs (inline, a Temporal activity, a DBOS step).
+The searcher keeps each run's tokenized record between searches and asks the source for a run's
+record every time, which a caching source answers by reading only snapshots saved since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypeAlias, cast
+
+import anyio
+
+from .._errors import CorruptSnapshotError
+from ..history import HistorySource
+from . import _answer
+from ._bm25 import Bm25Params
+from ._corpus import Filters, Hit, IndexedRun, Role, Section, build_sections, message_time, rank_sections
+from ._tokenize import tokenize
+
+__all__ = ('Order', 'SearchRequest', 'SearchScope', 'Searcher')
+
+SearchScope: TypeAlias = Literal['conversation', 'all']
+"""`'conversation'`: only runs with the calling run's conversation id; `'all'`: the whole store."""
+
+Order: TypeAlias = Literal['relevance', 'newest', 'oldest']
+"""How results are ordered: by BM25 score, or by message time among the matches."""
+
+_MAX_QUERY_TERMS = 64
+_MAX_RUN_ID = 200
+_ROLES: frozenset[str] = frozenset({'user', 'assistant', 'tool', 'system'})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchRequest:
+    """The tool's arguments, as they cross a durable boundary (primitive fields only).
+
+    Attributes:
+        query: The model's query text.
+        run_id: Limit the search to this run.
+        roles: Only return messages from these roles.
+        since: Only messages at or after this ISO-8601 time.
+        until: Only messages at or before this ISO-8601 time.
+        order: Result order.
+    """
+
+    query: str
+    run_id: str | None = None
+    roles: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+    order: str = 'relevance'
+
+
+@dataclass
+class Searcher:
+    """Searches a history source; keeps tokenized records between calls."""
+
+    source: HistorySource
+    params: Bm25Params
+    max_matches: int
+    context_lines: int
+    max_result_bytes: int
+    skip_tools: Collection[str]
+    _indexed: dict[str, IndexedRun] = field(default_factory=dict[str, IndexedRun], repr=False)
+    _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
+
+    async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
+        """Answer one tool call; every expected outcome is a string, never an exception."""
+        if scope == 'conversation' and conversation_id is None:
+            return _answer.no_conversation()
+        query = request.query.replace('\x00', ' ')
+        problem = _check_request(request)
+        if problem is not None:
+            return problem
+        runs = await self.source.list_runs(conversation_id=conversation_id if scope == 'conversation' else None)
+        if request.run_id is not None:
+            runs = [run for run in runs if run.run_id == request.run_id]
+            if not runs:
+                return _answer.no_run(request.run_id)
+        indexed, unreadable = await self._index([run.run_id for run in runs])
+        sections = build_sections(indexed, inherit=request.run_id is None)
+        total = sum(section.size for section in sections)
+        note = f'\n\n{_answer.unreadable_note(unreadable)}' if unreadable else ''
+        if request.run_id is not None and total == 0:
+            return _answer.no_run(request.run_id) + note
+        if total == 0:
+            empty = _answer.empty_conversation() if scope == 'conversation' else _answer.empty_store()
+            return empty + note
+        terms = list(dict.fromkeys(tokenize(query)))[:_MAX_QUERY_TERMS]
+        if not terms:
+            return _answer.no_terms(query) + note
+        hits, rarity = rank_sections(sections, terms, self.params, _filters(request))
+        if not hits:
+            return _answer.no_matches(query, total) + note
+        hits = _order(hits, cast(Order, request.order))
+        answer = _answer.format_hits(
+            query,
+            total,
+            _distinct(hits, self.max_matches, self.context_lines),
+            terms=terms,
+            rarity=rarity,
+            context_lines=self.context_lines,
+            max_bytes=self.max_result_bytes - len(note.encode()),
+            skip_tools=self.skip_tools,
+        )
+        return answer + note
+
+    async def _index(self, run_ids: list[str]) -> tuple[list[IndexedRun], list[str]]:
+        indexed: list[IndexedRun] = []
+        unreadable: list[str] = []
+        async with self._lock:
+            for run_id in run_ids:
+                try:
+                    history = await self.source.run_history(run_id)
+                except CorruptSnapshotError as error:
+                    unreadable.append(f'run {_answer.echo(error.run_id)}, snapshot {error.index} ({error.reason})')
+                    continue
+                if history is None:
+                    continue
+                cached = self._indexed.get(run_id)
+                if cached is None or cached.version != history.version:
+                    cached = IndexedRun.build(history, self.skip_tools)
+                    self._indexed[run_id] = cached
+                indexed.append(cached)
+        return indexed, unreadable
+
+
+def _check_request(request: SearchRequest) -> str | None:
+    if request.run_id is not None and (len(request.run_id) > _MAX_RUN_ID or not request.run_id):
+        return _answer.no_run(request.run_id)
+    if request.order not in ('relevance', 'newest', 'oldest'):
+        return f'Unknown order {_answer.echo(request.order)}: use relevance, newest or oldest.'
+    unknown = sorted(set(request.roles or ()) - _ROLES)
+    if unknown:
+        return f'Unknown role(s) {", ".join(_answer.echo(r) for r in unknown)}: use user, assistant, tool or system.'
+    for name, value in (('since', request.since), ('until', request.until)):
+        if value is not None and _parse_time(value) is None:
+            return f'{name}={_answer.echo(value)} is not an ISO-8601 time such as 2026-01-31T09:30:00Z.'
+    return None
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(value.replace('Z', '+00:00'))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+def _filters(request: SearchRequest) -> Filters:
+    roles = frozenset(cast(list[Role], request.roles)) if request.roles else None
+    since = _parse_time(request.since) if request.since else None
+    until = _parse_time(request.until) if request.until else None
+    return Filters(roles=roles, since=since, until=until)
+
+
+def _order(hits: list[Hit], order: Order) -> list[Hit]:
+    if order == 'relevance':
+        return hits
+
+    def moment(hit: Hit) -> datetime:
+        return message_time(hit.section.indexed.messages[hit.position], hit.section.indexed.run)
+
+    return sorted(hits, key=moment, reverse=order == 'newest')
+
+
+def _distinct(hits: list[Hit], limit: int, context_lines: int) -> list[Hit]:
+    """The first `limit` hits whose own message no earlier hit's window shows."""
+    shown: set[tuple[int, int]] = set()
+    chosen: list[Hit] = []
+    for hit in hits:
+        if len(chosen) >= limit:
+            break
+        if (hit.section.order, hit.position) in shown:
+            continue
+        chosen.append(hit)
+        section: Section = hit.section
+        start = max(section.first, hit.position - context_lines)
+        end = min(len(section.indexed.messages), hit.position + context_lines + 1)
+        shown.update((section.order, position) for position in range(start, end))
+    return chosen
