@@ -16,6 +16,7 @@ from ._artifacts import (
     is_summary_artifact,
 )
 from ._bm25 import Bm25Params, idf, rank, score_term, term_frequencies
+from ._capability import ConversationSearch
 from ._clip import ELLIPSIS, clip
 from ._render import (
     DEFAULT_SKIP_TOOLS,
@@ -27,7 +28,6 @@ from ._render import (
     index_text,
     is_indexable,
 )
-from ._capability import ConversationSearch
 from ._searcher import Order, SearchRequest, SearchScope
 from ._tokenize import Token, iter_tokens, tokenize
 from ._toolset import tool_description
