@@ -19,22 +19,30 @@ from ._errors import (
     WorkflowCodeIOError,
 )
 from ._records import PersistBatch, RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
+from ._warnings import DurableRecallDeprecationWarning
 from .compaction import SlidingWindowCompaction
+from .history import HistorySource, RunHistory
 from .persistence import StepPersistence
+from .search import ConversationSearch, SearchScope
 from .stores import InMemoryStepStore, StepStore
 
 if TYPE_CHECKING:
     from .stores import PostgresStepStore, SqliteStepStore, open_store
 
 __all__ = (
+    'ConversationSearch',
     'CorruptSnapshotError',
+    'DurableRecallDeprecationWarning',
     'DurableRecallError',
+    'HistorySource',
     'InMemoryStepStore',
     'PersistBatch',
     'PostgresStepStore',
     'RunIdConflictError',
     'RunRecord',
+    'RunHistory',
     'RunRegistration',
+    'SearchScope',
     'Segment',
     'SlidingWindowCompaction',
     'Snapshot',
