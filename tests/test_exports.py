@@ -25,6 +25,7 @@ def test_all_is_pinned() -> None:
         'Snapshot',
         'SnapshotChainError',
         'SnapshotDelta',
+        'SnapshotHistorySource',
         'SnapshotState',
         'SqliteStepStore',
         'StepPersistence',

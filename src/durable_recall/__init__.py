@@ -21,7 +21,7 @@ from ._errors import (
 from ._records import PersistBatch, RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
 from ._warnings import DurableRecallDeprecationWarning
 from .compaction import SlidingWindowCompaction
-from .history import HistorySource, RunHistory
+from .history import HistorySource, RunHistory, SnapshotHistorySource
 from .persistence import StepPersistence
 from .search import ConversationSearch, SearchScope
 from .stores import InMemoryStepStore, StepStore
@@ -45,6 +45,7 @@ __all__ = (
     'SearchScope',
     'Segment',
     'SlidingWindowCompaction',
+    'SnapshotHistorySource',
     'Snapshot',
     'SnapshotChainError',
     'SnapshotDelta',

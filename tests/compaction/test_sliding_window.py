@@ -17,7 +17,13 @@ from pydantic_ai.messages import (
 )
 
 from durable_recall import SlidingWindowCompaction
-from durable_recall.compaction import COMPACTION_MARKER_KEY, compaction_marker_count, is_compaction_marker
+from durable_recall.compaction import (
+    COMPACTION_MARKER_KEY,
+    compaction_marker_count,
+    has_compaction_marker,
+    is_compaction_marker,
+    without_marker,
+)
 from durable_recall.persistence import snapshot_state
 from tests._scripted import read_file, scripted_model
 
@@ -100,3 +106,28 @@ class TestOnAnAgent:
             assert snapshot_state(history) == 'complete'
         assert history is not None
         assert compaction_marker_count(history[0]) > 0
+
+
+class TestMergedMarker:
+    def test_a_marker_core_merged_into_the_next_prompt_is_still_recognised(self) -> None:
+        window = SlidingWindowCompaction(max_messages=2)
+        compacted = window.compact([prompt('a'), text('b'), prompt('c'), text('d')])
+        assert compacted is not None
+        marker, kept_prompt = compacted[0], compacted[1]
+        assert isinstance(marker, ModelRequest) and isinstance(kept_prompt, ModelRequest)
+        # What core does when the next run inherits the history: adjacent requests become one.
+        merged = ModelRequest(parts=[*marker.parts, *kept_prompt.parts])
+        assert has_compaction_marker(merged) and not is_compaction_marker(merged)
+        assert compaction_marker_count(merged) == 2
+        again = window.compact([merged, *compacted[2:], prompt('e'), text('f')])
+        assert again is not None
+        assert compaction_marker_count(again[0]) == 4
+        assert sum(has_compaction_marker(m) for m in again) == 1
+
+    def test_without_marker_keeps_the_prompt(self) -> None:
+        marked = SlidingWindowCompaction(max_messages=1).compact([prompt('a'), text('b'), prompt('c')])
+        assert marked is not None
+        head, kept = marked[0], marked[1]
+        assert isinstance(head, ModelRequest) and isinstance(kept, ModelRequest)
+        rest = without_marker(ModelRequest(parts=[*head.parts, *kept.parts]))
+        assert rest is not None and rest.parts == kept.parts

@@ -6,7 +6,18 @@ from ._sliding_window import (
     COMPACTION_MARKER_KEY,
     SlidingWindowCompaction,
     compaction_marker_count,
+    has_compaction_marker,
     is_compaction_marker,
+    is_marker_part,
+    without_marker,
 )
 
-__all__ = ('COMPACTION_MARKER_KEY', 'SlidingWindowCompaction', 'compaction_marker_count', 'is_compaction_marker')
+__all__ = (
+    'COMPACTION_MARKER_KEY',
+    'SlidingWindowCompaction',
+    'compaction_marker_count',
+    'has_compaction_marker',
+    'is_compaction_marker',
+    'is_marker_part',
+    'without_marker',
+)

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
-from ._source import HistorySource, RunHistory
+# The protocol first: the search package imports it back while `_rebuild` loads the artifact checks.
+from ._source import HistorySource, RunHistory  # isort: split
 
-__all__ = ('HistorySource', 'RunHistory')
+from ._hash import message_hash, message_hashes
+from ._rebuild import RecordBuilder, strip_artifacts
+from ._snapshot_source import SnapshotHistorySource
+
+__all__ = (
+    'HistorySource',
+    'RecordBuilder',
+    'RunHistory',
+    'SnapshotHistorySource',
+    'message_hash',
+    'message_hashes',
+    'strip_artifacts',
+)

@@ -49,7 +49,7 @@ from pydantic_ai.messages import (
     is_multi_modal_content,
 )
 
-from ..compaction import is_compaction_marker
+from ..compaction import is_compaction_marker, is_marker_part
 from ._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
 
@@ -164,7 +164,7 @@ def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Pie
 
 
 def _is_machinery(part: object, skip_tools: Collection[str]) -> bool:
-    if is_summary_artifact(part) or is_compaction_receipt(part):
+    if is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part):
         return True
     tool_name: object = getattr(part, 'tool_name', None)
     if isinstance(part, ToolCallPart | ToolReturnPart) or _is_legacy_retry(part):

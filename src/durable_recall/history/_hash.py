@@ -1,0 +1,104 @@
+"""A message's content hash: equal when two copies are the same persisted message.
+
+A run's snapshots hold the same message many times, and not always as equal objects: core stamps
+some fields only after the first snapshot that holds a message is saved, and a durable engine that
+re-executes workflow code (a Temporal replay, a DBOS recovery) rebuilds the request parts with the
+wall clock. The hash keeps what a message *says* and leaves out what gets stamped on it.
+
+Left out, and why:
+
+* Message `timestamp`, `run_id`, `conversation_id`: core stamps them when the request is prepared
+  or the response committed, and a later run re-stamps inherited messages.
+* Request `instructions` and the record parts core appends to a step's request after the
+  `before_model_request` hooks (so after the snapshot): `InstructionBaselinePart`,
+  `InstructionDeltaPart` (an `on_change='append'` instruction change), `ToolAvailabilityDeltaPart`,
+  `CapabilityLoadDeltaPart`, `ModelSettingsDeltaPart`. They record configuration, not conversation.
+* Every part field named `timestamp` (`UserPromptPart`, `SystemPromptPart`, `ToolReturnPart`,
+  `RetryPromptPart`, `RetryFeedbackPart`, ...): request parts are built in workflow code, so a
+  re-execution gives them new timestamps. The price: two separately created prompts with the same
+  text hash alike; the record builder tells repeats apart by position (occurrences), not by hash.
+* Message `state` (`'interrupted'`, `'suspended'`, ...): a lifecycle flag core flips on a message
+  it already holds, not content.
+* The `'__pydantic_ai__'` namespace of message `metadata`: framework protocol state core writes
+  during a request (token counting, fallback bookkeeping). Application metadata keys still count:
+  core never rewrites them, and an application may tell two messages apart by them.
+* Response `workspace_ref`: core refreshes it on the last response when a run ends.
+
+Kept: response `usage`, `model_name`, `model_id`, `provider_*` (including `provider_response_id`),
+`finish_reason` and the parts. A durable engine journals the model's response, so a replay hands
+back the same values; they also make two genuinely different responses with the same text differ.
+
+Hashes are sha256 hex digests of canonical JSON (sorted keys, ASCII escapes), so they are stable
+across processes and Python versions. They are never stored: only compared within one reader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, cast
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+__all__ = ('RECORD_PART_KINDS', 'canonical_form', 'message_hash', 'message_hashes')
+
+RECORD_PART_KINDS = frozenset(
+    {
+        'instruction-baseline',
+        'instruction-delta',
+        'tool-availability-delta',
+        'capability-load-delta',
+        'model-settings-delta',
+    }
+)
+"""`part_kind`s of the configuration records core appends to a request after it was first saved."""
+
+_IGNORED_FIELDS = frozenset({'timestamp', 'run_id', 'conversation_id', 'instructions', 'state', 'workspace_ref'})
+_FRAMEWORK_METADATA_KEY = '__pydantic_ai__'
+
+
+def message_hash(message: ModelMessage) -> str:
+    """The content hash of one message (see the module docstring for what it ignores)."""
+    return message_hashes([message])[0]
+
+
+def message_hashes(messages: Sequence[ModelMessage]) -> list[str]:
+    """The content hash of each message; one serializer call for the whole batch."""
+    return [_digest(form) for form in _canonical_forms(messages)]
+
+
+def canonical_form(message: ModelMessage) -> dict[str, Any]:
+    """The JSON-ready form the hash is taken of: the message's dump without the stamped fields."""
+    return _canonical_forms([message])[0]
+
+
+def _canonical_forms(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    if not messages:
+        return []
+    dumped = cast(list[dict[str, Any]], ModelMessagesTypeAdapter.dump_python(list(messages), mode='json'))
+    return [_canonical(item) for item in dumped]
+
+
+def _canonical(item: dict[str, Any]) -> dict[str, Any]:
+    form = {key: value for key, value in item.items() if key not in _IGNORED_FIELDS}
+    form['metadata'] = _application_metadata(item.get('metadata'))
+    parts = cast(list[dict[str, Any]], item.get('parts') or [])
+    form['parts'] = [
+        {key: value for key, value in part.items() if key != 'timestamp'}
+        for part in parts
+        if part.get('part_kind') not in RECORD_PART_KINDS
+    ]
+    return form
+
+
+def _application_metadata(metadata: object) -> object:
+    if not isinstance(metadata, dict):
+        return metadata
+    kept = {key: value for key, value in cast(dict[str, Any], metadata).items() if key != _FRAMEWORK_METADATA_KEY}
+    return kept or None
+
+
+def _digest(form: dict[str, Any]) -> str:
+    text = json.dumps(form, sort_keys=True, separators=(',', ':'), ensure_ascii=True)
+    return hashlib.sha256(text.encode('ascii')).hexdigest()

@@ -1,0 +1,271 @@
+"""Rebuild a run's durable record from its snapshots, one snapshot at a time.
+
+A snapshot is the whole history at one step boundary, so consecutive snapshots repeat most of each
+other; and compaction rewrites the history between them. The record must hold each message the run
+persisted exactly once, in the order the run produced them.
+
+The rule, for each snapshot `S` folded after the previous one `P` (both with compaction artifacts
+removed, see [`RecordBuilder.fold`][durable_recall.history.RecordBuilder.fold]):
+
+1. **Anchors.** Messages of `S` are matched to messages of `P` with the same content hash, in
+   order, by a longest-matching-blocks alignment (longest common runs first; among equal runs the
+   earliest). Each position is matched at most once, so the k-th copy of a repeated message is
+   told apart from the first (occurrence counting). `S` is aligned against `P` rather than the
+   whole record: compaction only removes or rewrites what the previous step held, it never brings
+   a dropped message back, so a message of `S` that was not in `P` is new, even if an equal one
+   was dropped long ago.
+2. **Later copy.** An anchored message replaces its record entry when the record holds that
+   content (same hash, maybe more detail, such as an instruction change core appended after the
+   first save).
+3. **Edits.** An unanchored message of `S` that keeps the *identity* of an unanchored message of
+   `P` in the same stretch between anchors is that message edited in place (tool results cleared,
+   an oversized message clamped); pairs are taken greedily, in order. Identity is what an in-place
+   edit keeps and a separately created message does not share: for a request, a part's tool call
+   id or creation timestamp; for a response, its creation timestamp or provider response id (not
+   its tool call ids, which some models reuse). The record keeps the original (the edit blanks
+   content search should still find), unless the edit only appended parts, which is a message
+   completed in place: then its fuller copy replaces the original.
+4. **New messages.** New messages only ever come at the end of a history (a new prompt, a
+   response, tool returns). After the last anchor, the leading messages of `S` that are edits of
+   `P`'s unanchored tail stay edits, and from the first one that is not, every message is new and
+   appended to the record. An unanchored message that is no edit *before* the last anchor is a
+   compaction rewrite of messages already recorded (a summary the harness markers do not
+   identify), and is not added.
+
+Our own `SlidingWindowCompaction` marker says how many messages were dropped in total, so when `S`
+starts with one, the messages of `P` it dropped since `P` are taken out of the alignment. That
+makes a dropped exchange that a new one repeats word for word (the reference's example E) exact.
+Without such a marker that case stays ambiguous by content (`[q, a, u3]` after `[u1, r1, q, a]`
+is the same `q a` with a prefix dropped just as well) and is read as the smaller change.
+
+Where it cannot be exact, it fails towards duplication, never loss: an edit that re-creates a
+message keeping none of its identity is appended as a new message.
+
+Cost per snapshot: hashing its messages (a message equal to the previous snapshot's at the
+expected position reuses that hash) and one alignment of two context-sized lists, so a run is
+rebuilt in time linear in its snapshots times the context size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from difflib import SequenceMatcher
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
+from ..compaction._sliding_window import (
+    compaction_marker_count,
+    has_compaction_marker,
+    is_compaction_marker,
+    is_marker_part,
+)
+from ..search._artifacts import is_compaction_receipt, is_summary_artifact
+from ._hash import RECORD_PART_KINDS, canonical_form, message_hash
+
+__all__ = ('RecordBuilder', 'strip_artifacts')
+
+
+def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
+    """The message without compaction artifacts, or `None` if nothing of it is conversation.
+
+    Our compaction marker goes whole; harness summary parts (both stored shapes) and receipt parts
+    go part by part, and a message they leave with nothing but configuration records (an
+    instruction change core appended to it, say) goes too. A message that was empty to begin with
+    stays: it was persisted as such.
+    """
+    if is_compaction_marker(message):
+        return None
+    parts = [
+        part
+        for part in message.parts
+        if not (is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part))
+    ]
+    if len(parts) == len(message.parts):
+        return message
+    if all(part.part_kind in RECORD_PART_KINDS for part in parts):
+        return None
+    return replace(message, parts=parts)
+
+
+@dataclass(eq=False)
+class _Seen:
+    """One message of the last folded snapshot."""
+
+    message: ModelMessage
+    digest: str
+    body_position: int
+    record_index: int | None = None
+    _identity: frozenset[tuple[str, object]] | None = field(default=None, repr=False)
+
+    @property
+    def identity(self) -> frozenset[tuple[str, object]]:
+        if self._identity is None:
+            self._identity = _identity(self.message)
+        return self._identity
+
+
+class RecordBuilder:
+    """Folds a run's complete snapshots, in order, into its durable record (see the module docstring).
+
+    Incremental: the record after n snapshots does not depend on when they were folded (a fold
+    reads only the builder's state and the next snapshot), so a reader can keep a builder and fold
+    in only what was saved since it last looked.
+    """
+
+    def __init__(self) -> None:
+        self._messages: list[ModelMessage] = []
+        self._hashes: list[str] = []
+        self._previous: list[_Seen] = []
+        self._previous_marker = 0
+
+    @property
+    def messages(self) -> tuple[ModelMessage, ...]:
+        """The record so far: each persisted message once, in order, the latest copy of each."""
+        return tuple(self._messages)
+
+    @property
+    def hashes(self) -> tuple[str, ...]:
+        """The content hash of each record message."""
+        return tuple(self._hashes)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def fold(self, snapshot: Sequence[ModelMessage]) -> None:
+        """Extend the record with the next complete snapshot of the run (the whole history it holds).
+
+        Our compaction markers, harness summary artifacts and harness receipts are removed first:
+        they describe the history rather than belong to it.
+        """
+        # The marker heads the snapshot alone, or merged by core into the prompt that followed it.
+        marker = compaction_marker_count(snapshot[0]) if snapshot and has_compaction_marker(snapshot[0]) else None
+        offset = 1 if snapshot and is_compaction_marker(snapshot[0]) else 0
+        body: list[tuple[int, ModelMessage]] = []
+        for position, message in enumerate(snapshot):
+            cleaned = strip_artifacts(message)
+            if cleaned is not None:
+                body.append((position - offset, cleaned))
+        current = self._hashed(body)
+        previous = self._previous
+        if marker is not None and (dropped := marker - self._previous_marker) > 0:
+            previous = [seen for seen in previous if seen.body_position >= dropped]
+        self._align(previous, current)
+        self._previous = current
+        self._previous_marker = marker or 0
+
+    def _hashed(self, body: list[tuple[int, ModelMessage]]) -> list[_Seen]:
+        """Hash the snapshot, reusing the previous snapshot's hash for an equal message where expected."""
+        previous = self._previous
+        positions: dict[str, int] = {}
+        for index in range(len(previous) - 1, -1, -1):
+            positions[previous[index].digest] = index
+        seen: list[_Seen] = []
+        expected = 0
+        for body_position, message in body:
+            if expected < len(previous) and _same(previous[expected].message, message):
+                digest = previous[expected].digest
+                expected += 1
+            else:
+                digest = message_hash(message)
+                found = positions.get(digest)
+                if found is not None and found >= expected:
+                    expected = found + 1
+            seen.append(_Seen(message, digest, body_position))
+        return seen
+
+    def _align(self, previous: list[_Seen], current: list[_Seen]) -> None:
+        done_previous = done_current = 0
+        for previous_index, current_index in _anchors([s.digest for s in previous], [s.digest for s in current]):
+            self._pair_edits(previous[done_previous:previous_index], current[done_current:current_index])
+            self._keep(previous[previous_index], current[current_index])
+            done_previous, done_current = previous_index + 1, current_index + 1
+        tail = current[done_current:]
+        edited = self._pair_edits(previous[done_previous:], tail, stop_at_first_new=True)
+        for seen in tail[edited:]:
+            seen.record_index = len(self._messages)
+            self._messages.append(seen.message)
+            self._hashes.append(seen.digest)
+
+    def _keep(self, old: _Seen, new: _Seen) -> None:
+        """An anchored message: the later copy replaces the record's when the record holds this content."""
+        new.record_index = old.record_index
+        if old.record_index is not None and self._hashes[old.record_index] == new.digest:
+            self._messages[old.record_index] = new.message
+
+    def _pair_edits(self, old: Sequence[_Seen], new: Sequence[_Seen], *, stop_at_first_new: bool = False) -> int:
+        """Pair each new message with the next old one whose identity it keeps; returns how many leading ones paired.
+
+        Between anchors an unpaired message is a rewrite and is skipped; after the last anchor
+        (`stop_at_first_new`) the first unpaired message starts the new ones.
+        """
+        start = paired = 0
+        for seen in new:
+            match = next((k for k in range(start, len(old)) if _is_edit_of(seen, old[k])), None)
+            if match is None:
+                if stop_at_first_new:
+                    break
+                continue
+            self._edit(old[match], seen)
+            start = match + 1
+            paired += 1
+        return paired
+
+    def _edit(self, old: _Seen, new: _Seen) -> None:
+        """An edited message: the record keeps its original unless the edit only appended parts."""
+        new.record_index = index = old.record_index
+        if index is None:
+            return
+        if self._hashes[index] == new.digest or _extends(new.message, self._messages[index]):
+            self._messages[index] = new.message
+            self._hashes[index] = new.digest
+
+
+def _anchors(previous: list[str], current: list[str]) -> list[tuple[int, int]]:
+    """Matched `(previous, current)` positions, increasing in both, with equal hashes."""
+    if current[: len(previous)] == previous:
+        return [(index, index) for index in range(len(previous))]
+    matcher = SequenceMatcher(None, previous, current, autojunk=False)
+    return [(a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)]
+
+
+def _identity(message: ModelMessage) -> frozenset[tuple[str, object]]:
+    """What an in-place edit of the message keeps and a separately created message does not share."""
+    if isinstance(message, ModelResponse):
+        marks: set[tuple[str, object]] = {('response-at', message.timestamp)}
+        if message.provider_response_id:
+            marks.add(('response-id', message.provider_response_id))
+        return frozenset(marks)
+    marks = set()
+    for part in message.parts:
+        if part.part_kind in RECORD_PART_KINDS:
+            continue
+        call_id: object = getattr(part, 'tool_call_id', None)
+        if isinstance(call_id, str) and call_id:
+            marks.add(('call', call_id))
+        created: object = getattr(part, 'timestamp', None)
+        if isinstance(created, datetime):
+            marks.add(('part-at', created))
+    return frozenset(marks)
+
+
+def _is_edit_of(new: _Seen, old: _Seen) -> bool:
+    return type(new.message) is type(old.message) and not new.identity.isdisjoint(old.identity)
+
+
+def _extends(new: ModelMessage, old: ModelMessage) -> bool:
+    """Whether `new` is `old` with parts appended (its parts start with all of `old`'s)."""
+    old_parts = canonical_form(old)['parts']
+    new_parts = canonical_form(new)['parts']
+    return len(new_parts) > len(old_parts) and new_parts[: len(old_parts)] == old_parts
+
+
+def _same(a: ModelMessage, b: ModelMessage) -> bool:
+    """Equal as dataclasses (so equal hashes); a content type with odd equality just counts as different."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False

@@ -1,0 +1,106 @@
+"""`message_hash`: equal for the same message however it was re-stamped, different for different content."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    ModelSettingsDeltaPart,
+    RetryFeedbackPart,
+    RetryInfo,
+    SystemPromptPart,
+    TextPart,
+    ToolAvailabilityDeltaPart,
+    UserPromptPart,
+)
+from pydantic_ai.usage import RequestUsage
+
+from durable_recall.history import message_hash, message_hashes
+
+from ._messages import BASE, call, restamped, tick, tool_return, user, with_delta
+
+
+def test_request_stamps_and_appended_records_are_ignored() -> None:
+    request = ModelRequest(
+        parts=[
+            SystemPromptPart('be kind', timestamp=tick()),
+            UserPromptPart('hello', timestamp=tick()),
+            RetryFeedbackPart('try again', retry=RetryInfo('model_retry'), timestamp=tick()),
+        ],
+        timestamp=tick(),
+    )
+    stamped = replace(
+        request,
+        parts=[
+            *(replace(part, timestamp=tick()) for part in request.parts),
+            ToolAvailabilityDeltaPart(tools_added=['search']),
+            ModelSettingsDeltaPart(settings={'thinking': 'high'}),
+        ],
+        timestamp=tick(),
+        run_id='run-2',
+        conversation_id='conv-2',
+        instructions='Answer briefly.',
+        state='interrupted',
+        metadata={'__pydantic_ai__': {'context_input_tokens': 12}},
+    )
+
+    assert message_hash(stamped) == message_hash(request)
+    assert message_hash(with_delta(request)) == message_hash(request)
+    assert message_hash(restamped(request)) == message_hash(request)
+
+
+def test_response_stamps_are_ignored_but_what_the_model_said_counts() -> None:
+    response = call('c1')
+    assert message_hash(replace(response, timestamp=tick(), run_id='other', conversation_id='c')) == message_hash(
+        response
+    )
+    assert message_hash(replace(response, state='interrupted')) == message_hash(response)
+
+    for changed in (
+        replace(response, usage=RequestUsage(input_tokens=5)),
+        replace(response, model_name='other-model'),
+        replace(response, provider_response_id='resp_1'),
+        replace(response, parts=[TextPart('different')]),
+    ):
+        assert message_hash(changed) != message_hash(response)
+
+
+def test_content_and_application_metadata_count() -> None:
+    prompt = user('hello')
+    assert message_hash(user('hello')) == message_hash(prompt)  # part timestamps are not content
+    assert message_hash(user('hello!')) != message_hash(prompt)
+    assert message_hash(replace(prompt, metadata={'app': 1})) != message_hash(prompt)
+    assert message_hash(tool_return('c1', 'x')) != message_hash(tool_return('c2', 'x'))
+    assert message_hash(tool_return('c1', 'x')) != message_hash(tool_return('c1', 'y'))
+
+
+def test_batch_hashes_equal_single_hashes() -> None:
+    messages = [user('a'), call('c1'), tool_return('c1')]
+    assert message_hashes(messages) == [message_hash(message) for message in messages]
+    assert message_hashes([]) == []
+
+
+def test_hash_is_stable_across_processes() -> None:
+    # A fresh interpreter with a different hash seed must give the same digest.
+    code = (
+        'from datetime import datetime, UTC\n'
+        'from pydantic_ai.messages import ModelRequest, UserPromptPart\n'
+        'from durable_recall.history import message_hash\n'
+        "m = ModelRequest(parts=[UserPromptPart('héllo', timestamp=datetime(2025, 1, 1, tzinfo=UTC))],"
+        " metadata={'b': 1, 'a': [1, 2]})\n"
+        'print(message_hash(m))\n'
+    )
+    here = ModelRequest(parts=[UserPromptPart('héllo', timestamp=BASE)], metadata={'a': [1, 2], 'b': 1})
+    there = subprocess.run(
+        [sys.executable, '-c', code], capture_output=True, text=True, check=True, env={'PYTHONHASHSEED': '123'}
+    )
+    assert there.stdout.strip() == message_hash(here)
+    assert len(message_hash(here)) == 64
+
+
+def test_a_response_without_parts_hashes() -> None:
+    assert message_hash(ModelResponse(parts=[], timestamp=BASE)) == message_hash(ModelResponse(parts=[]))
