@@ -92,3 +92,22 @@ async def test_a_dropped_detail_is_recalled_verbatim_and_only_in_its_conversatio
         assert SECRET not in model.tool_answers[-1]
         assert 'pg-staging-7' not in model.tool_answers[-1]
     assert model.tool_answers[-1] == f"No persisted history for run '{first.run_id}'."
+
+
+async def test_a_search_never_finds_its_own_earlier_answers(tmp_path: Path) -> None:
+    store = SqliteStepStore(database=tmp_path / 'echo.db')
+    model = ScriptedSupportModel()
+    agent = build(store, model)
+    first = await agent.run(f'remember: {SECRET}', conversation_id='c')
+    history = first.all_messages()
+    for question in ('recall: ZEBRA_ledger', 'recall: ZEBRA_ledger'):
+        result = await agent.run(question, message_history=history, conversation_id='c')
+        history = result.all_messages()
+    # The second search sees the first search's call and result in the store, but matches only
+    # conversation text (the original, the questions, the model's own reply quoting it), never
+    # the search call or the result it returned.
+    answer = model.tool_answers[-1]
+    hits = [line for line in answer.splitlines() if line.startswith('>[')]
+    assert hits and not any('Tool' in line or 'search' in line.split(']', 1)[1][:12] for line in hits)
+    assert '[an earlier search, not repeated]' in answer
+    assert f'run: {first.run_id}' in answer

@@ -28,6 +28,7 @@ from durable_recall.search import (
     term_frequencies,
     tokenize,
 )
+from durable_recall.search._render import EARLIER_SEARCH
 
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR'
 UNITS = m.InstructionId(m.ToolsetInstructionSource('weather'), name='units')
@@ -389,7 +390,7 @@ class TestNeverIndexed:
         assert display_lines(call, {'zebra'}) == ['Assistant: Let me look.']
         for message in (result, retried, legacy):
             assert index_text(message) == ''
-            assert display_lines(message, {'zebra'}) == [NO_TEXT]
+            assert display_lines(message, {'zebra'}) == [EARLIER_SEARCH]
             assert not is_indexable(message)
         assert is_indexable(call)
 
@@ -398,7 +399,7 @@ class TestNeverIndexed:
         call = response(m.ToolCallPart('history_search_conversation_history', {'query': 'zebra'}, 'c1'))
         assert index_text(call) == 'history_search_conversation_history zebra'
         assert index_text(call, skip_tools=skip) == ''
-        assert display_lines(call, set(), skip_tools=skip) == [NO_TEXT]
+        assert display_lines(call, set(), skip_tools=skip) == [EARLIER_SEARCH]
         assert not is_indexable(call, skip_tools=skip)
         assert index_text(response(m.ToolCallPart(SEARCH_TOOL_NAME, {}, 'c2')), skip_tools=skip) == SEARCH_TOOL_NAME
 

@@ -134,7 +134,17 @@ def display_lines(
         (piece.label + clip(piece.body, piece.limit, terms, rarity) + piece.closing).rstrip()
         for piece in _pieces(message, skip_tools)
     ]
+    if not lines and _is_skipped_tool_traffic(message, skip_tools):
+        return [EARLIER_SEARCH]
     return lines or [NO_TEXT]
+
+
+EARLIER_SEARCH = '[an earlier search, not repeated]'
+"""Shown in place of the search tool's own calls and results, which are never indexed."""
+
+
+def _is_skipped_tool_traffic(message: ModelMessage, skip_tools: Collection[str]) -> bool:
+    return any(getattr(part, 'tool_name', None) in skip_tools for part in message.parts)
 
 
 def is_indexable(message: ModelMessage, *, skip_tools: Collection[str] = DEFAULT_SKIP_TOOLS) -> bool:
