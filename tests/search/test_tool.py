@@ -268,3 +268,45 @@ class TestThroughAnAgent:
         result = await agent.run('where is the deploy key?', conversation_id='c1')
         assert result.output == 'found it'
         assert 'vault/prod/DEPLOY_KEY_7731' in seen[0]
+
+
+class TestReuse:
+    async def test_repeated_searches_tokenize_each_record_version_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from durable_recall.search._corpus import IndexedRun
+
+        built: list[str] = []
+        original = IndexedRun.build.__func__
+
+        def counting(cls: type[IndexedRun], history: Any, skip_tools: Any) -> IndexedRun:
+            built.append(history.run.run_id)
+            return original(cls, history, skip_tools)
+
+        monkeypatch.setattr(IndexedRun, 'build', classmethod(counting))
+        source = six_messages()
+        tool = search_all(source)
+        await tool.search(context(), request('alpha'))
+        await tool.search(context(), request('beta'))
+        assert sorted(built) == ['r1', 'r2']
+        source.versions['r2'] = 1  # a new snapshot of r2 was folded in
+        await tool.search(context(), request('alpha'))
+        assert sorted(built) == ['r1', 'r2', 'r2']
+
+    def test_two_sources_over_one_store_combine(self) -> None:
+        from durable_recall import InMemoryStepStore, SnapshotHistorySource
+
+        store = InMemoryStepStore()
+        Agent(
+            'test',
+            capabilities=[
+                ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
+                ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
+            ],
+        )
+        with pytest.raises(UserError, match="disagree on 'source'"):
+            Agent(
+                'test',
+                capabilities=[
+                    ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
+                    ConversationSearch(SnapshotHistorySource(InMemoryStepStore()), scope='conversation'),
+                ],
+            )
