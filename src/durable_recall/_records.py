@@ -58,6 +58,18 @@ class RunRegistration:
     metadata: dict[str, str] = field(default_factory=dict[str, str])
     token: str
 
+    def record(self, started_at: datetime) -> 'RunRecord':
+        """The record a store keeps for this registration, stamped with the store's clock."""
+        return RunRecord(
+            run_id=self.run_id,
+            conversation_id=self.conversation_id,
+            parent_run_id=self.parent_run_id,
+            agent_name=self.agent_name,
+            metadata=dict(self.metadata),
+            started_at=started_at,
+            token=self.token,
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunRecord:

@@ -51,15 +51,7 @@ class InMemoryStepStore:
                 if existing.record.token != registration.token:
                     raise RunIdConflictError(registration.run_id)
                 return existing.record
-            record = RunRecord(
-                run_id=registration.run_id,
-                conversation_id=registration.conversation_id,
-                parent_run_id=registration.parent_run_id,
-                agent_name=registration.agent_name,
-                metadata=dict(registration.metadata),
-                started_at=datetime.now(UTC),
-                token=registration.token,
-            )
+            record = registration.record(datetime.now(UTC))
             self._runs[registration.run_id] = _Run(record)
             return record
 

@@ -83,15 +83,7 @@ class PostgresStepStore:
         return f'PostgresStepStore({self._db.describe()})'
 
     async def register_run(self, registration: RunRegistration) -> RunRecord:
-        record = RunRecord(
-            run_id=registration.run_id,
-            conversation_id=registration.conversation_id,
-            parent_run_id=registration.parent_run_id,
-            agent_name=registration.agent_name,
-            metadata=dict(registration.metadata),
-            started_at=datetime.now(UTC),
-            token=registration.token,
-        )
+        record = registration.record(datetime.now(UTC))
         async with self._transaction() as cur:
             # A run deleted with its conversation between the two statements is inserted afresh.
             while True:

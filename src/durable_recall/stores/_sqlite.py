@@ -87,15 +87,7 @@ class SqliteStepStore:
                     if record.token != registration.token:
                         raise RunIdConflictError(registration.run_id)
                     return record
-                record = RunRecord(
-                    run_id=registration.run_id,
-                    conversation_id=registration.conversation_id,
-                    parent_run_id=registration.parent_run_id,
-                    agent_name=registration.agent_name,
-                    metadata=dict(registration.metadata),
-                    started_at=datetime.now(UTC),
-                    token=registration.token,
-                )
+                record = registration.record(datetime.now(UTC))
                 conn.execute(
                     f'INSERT INTO dr_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
                     (
