@@ -7,6 +7,7 @@ record every time, which a caching source answers by reading only snapshots save
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,7 +66,8 @@ class Searcher:
     context_lines: int
     max_result_bytes: int
     skip_tools: Collection[str]
-    _indexed: dict[str, IndexedRun] = field(default_factory=dict[str, IndexedRun], repr=False)
+    max_indexed_runs: int = 4096
+    _indexed: OrderedDict[str, IndexedRun] = field(default_factory=OrderedDict[str, IndexedRun], repr=False)
     _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
@@ -122,10 +124,14 @@ class Searcher:
                 if history is None:
                     continue
                 cached = self._indexed.get(run_id)
-                if cached is None or cached.version != history.version:
+                if cached is None or cached.version != history.version or cached.run != history.run:
                     cached = IndexedRun.build(history, self.skip_tools)
                     self._indexed[run_id] = cached
+                self._indexed.move_to_end(run_id)
                 indexed.append(cached)
+            # Bounded, least recently searched out: one process may serve many conversations.
+            while len(self._indexed) > self.max_indexed_runs:
+                self._indexed.popitem(last=False)
         return indexed, unreadable
 
 
