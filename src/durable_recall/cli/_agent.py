@@ -1,0 +1,42 @@
+"""The demo agent: the SPEC's recall stack on one store, with whichever durability the engine needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.models import Model
+
+from ..compaction import SlidingWindowCompaction
+from ..history import SnapshotHistorySource
+from ..persistence import StepPersistence
+from ..search import ConversationSearch
+from ..stores import StepStore
+from ._script import AGENT_NAME, INSTRUCTIONS, WINDOW, check_export_job
+
+__all__ = ('build_agent',)
+
+
+def build_agent(model: Model | str, store: StepStore, durability: AbstractCapability[Any] | None) -> Agent[None, str]:
+    """`StepPersistence` + `ConversationSearch` + `SlidingWindowCompaction` on `store`, as in the SPEC.
+
+    Args:
+        model: The scripted model, or a `provider:model` name for a real one.
+        store: Where every step is persisted and what the search reads.
+        durability: `TemporalDurability()`, `DBOSDurability()`, or `None` to run in process.
+    """
+    capabilities: list[AbstractCapability[Any]] = [
+        StepPersistence(store=store),
+        ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
+        SlidingWindowCompaction(max_messages=WINDOW),
+    ]
+    if durability is not None:
+        capabilities.append(durability)
+    return Agent(
+        model,
+        name=AGENT_NAME,
+        instructions=INSTRUCTIONS,
+        tools=[check_export_job],
+        capabilities=capabilities,
+    )

@@ -1,0 +1,117 @@
+"""Terminal output: aligned tables, labelled and wrapped fields, JSON for scripts, a progress bar.
+
+Text output is for people and may change; `--json` output is for scripts, and its field names are
+stable (times are ISO-8601 UTC strings, absent values are `null`). The progress bar goes to stderr,
+so it never mixes with either.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+__all__ = ('Progress', 'field_lines', 'human_time', 'iso_time', 'table', 'terminal_width', 'write_json')
+
+_BAR_WIDTH = 28
+_LABEL_WIDTH = 13
+
+
+def iso_time(moment: datetime | None) -> str | None:
+    """`moment` as ISO-8601 in UTC, for JSON."""
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def human_time(moment: datetime | None) -> str:
+    """`moment` in UTC to the second, for tables; `-` when there is none."""
+    return '-' if moment is None else moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')
+
+
+def terminal_width() -> int:
+    """The width to wrap text to: the terminal's, kept between 60 and 120 columns."""
+    return max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+
+
+def write_json(value: Any, out: TextIO) -> None:
+    """One JSON document, indented, with non-ASCII text kept readable."""
+    out.write(json.dumps(value, indent=2, ensure_ascii=False) + '\n')
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Rows under headers in columns as wide as their widest cell; numbers align right."""
+    cells = [list(headers), *[list(row) for row in rows]]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(headers))]
+    numeric = [all(_is_number(row[column]) for row in cells[1:]) and len(cells) > 1 for column in range(len(headers))]
+    lines: list[str] = []
+    for row in cells:
+        padded = [
+            cell.rjust(width) if is_number else cell.ljust(width)
+            for cell, width, is_number in zip(row, widths, numeric, strict=True)
+        ]
+        lines.append('  '.join(padded).rstrip())
+    return lines
+
+
+def field_lines(label: str, text: str, width: int, *, indent: str = '  ') -> list[str]:
+    """`label` in a fixed column, `text` wrapped beside it; the text's own line breaks are kept."""
+    head = f'{indent}{label:<{_LABEL_WIDTH}} '
+    hang = ' ' * len(head)
+    lines: list[str] = []
+    for paragraph in text.splitlines() or ['']:
+        wrapped = textwrap.wrap(paragraph, width=max(width - len(head), 20), break_on_hyphens=False) or ['']
+        lines.extend(wrapped)
+    return [(head if index == 0 else hang) + line for index, line in enumerate(lines)]
+
+
+def _is_number(cell: str) -> bool:
+    return cell.replace(',', '').isdigit() or cell == '-'
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn at most ten times a second.
+
+    Long work (reading every run of a large store for the first time) says how far it got instead
+    of looking stuck. The bar is drawn only when `enabled`; callers enable it for a terminal with
+    enough work to wait for, or when asked with `--progress`.
+    """
+
+    def __init__(self, label: str, total: int, *, stream: TextIO, enabled: bool) -> None:
+        self._label = label
+        self._total = total
+        self._stream = stream
+        self._enabled = enabled and total > 0
+        self._done = 0
+        self._drawn_at = 0.0
+        self._drawn = False
+
+    def advance(self, step: int = 1) -> None:
+        """Count `step` more units done, and redraw if it is time to."""
+        self._done = min(self._done + step, self._total)
+        now = time.monotonic()
+        if self._enabled and (now - self._drawn_at >= 0.1 or self._done == self._total):
+            self._drawn_at = now
+            self._draw()
+
+    def close(self) -> None:
+        """Finish the line, so what comes next starts on its own."""
+        if self._drawn:
+            self._stream.write('\n')
+            self._stream.flush()
+            self._drawn = False
+
+    def _draw(self) -> None:
+        filled = _BAR_WIDTH * self._done // self._total
+        bar = '#' * filled + '.' * (_BAR_WIDTH - filled)
+        self._stream.write(f'\r{self._label} [{bar}] {self._done}/{self._total}')
+        self._stream.flush()
+        self._drawn = True
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from durable_recall import SqliteStepStore
+
+from ._support import Populated, populate_sync
+
+
+@pytest.fixture(scope='module')
+def populated(tmp_path_factory: pytest.TempPathFactory) -> Populated:
+    """A SQLite store that real agents populated (see `populate`); the tests only read it."""
+    path = tmp_path_factory.mktemp('cli') / 'sessions.db'
+    return replace(populate_sync(SqliteStepStore(path)), store=str(path))

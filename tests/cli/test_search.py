@@ -1,0 +1,156 @@
+"""`search`: the tool's answer from a terminal, its scope rules, and its matches as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.tools import RunContext
+from pydantic_ai.usage import RunUsage
+
+from durable_recall import ConversationSearch, SearchScope, SnapshotHistorySource, SqliteStepStore
+from durable_recall.search import SearchRequest
+
+from ._support import DETAIL, OTHER, OTHER_SECRET, SUPPORT, Populated, run_cli
+
+
+def tool_answer(
+    store_path: str, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None, **options: Any
+) -> str:
+    """What `search_conversation_history` answers a run of `conversation_id` on this store."""
+
+    async def ask() -> str:
+        store = SqliteStepStore(Path(store_path))
+        try:
+            tool = ConversationSearch(SnapshotHistorySource(store), scope=scope, **options)
+            ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), conversation_id=conversation_id)
+            return await tool.search(ctx, request)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(ask())
+
+
+class TestSameAnswerAsTheTool:
+    @pytest.mark.parametrize(
+        ('args', 'request_', 'options'),
+        [
+            (['billing', 'export', 's3'], SearchRequest(query='billing export s3'), {}),
+            (['vpc endpoint'], SearchRequest(query='vpc endpoint'), {'max_matches': 1, 'context_lines': 0}),
+            (['export', '--role', 'user'], SearchRequest(query='export', roles=['user']), {}),
+            (['export', '--order', 'newest'], SearchRequest(query='export', order='newest'), {}),
+            (['nothing-like-this'], SearchRequest(query='nothing-like-this'), {}),
+        ],
+    )
+    def test_conversation_scope(
+        self,
+        populated: Populated,
+        capsys: pytest.CaptureFixture[str],
+        args: list[str],
+        request_: SearchRequest,
+        options: dict[str, Any],
+    ) -> None:
+        flags = [f'--{name.replace("_", "-")}={value}' for name, value in options.items()]
+        result = run_cli(capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, *args, *flags])
+        assert result.status == 0 and result.err == ''
+        expected = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT, **options)
+        assert result.out == expected + '\n'
+
+    def test_the_detail_comes_back_verbatim(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
+        result = run_cli(capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, 'billing export s3'])
+        first_block = result.out.split('\n\n---\n\n')[0]
+        assert f'[score: 4.6 | run: {populated.support_runs[0]} | conversation: {SUPPORT}]' in first_block
+        assert f'>[0] User: Hi! Our nightly billing export has failed three nights in a row. It writes to {DETAIL}' in (
+            first_block
+        )
+
+    def test_all_and_run_id(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
+        everywhere = run_cli(capsys, ['search', '--store', populated.store, '--all', 'ZEBRA', 'vault'])
+        assert (
+            everywhere.out
+            == tool_answer(populated.store, SearchRequest(query='ZEBRA vault'), scope='all', conversation_id=None)
+            + '\n'
+        )
+        one_run = populated.support_runs[3]
+        in_run = run_cli(
+            capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, '--run', one_run, 'vpc']
+        )
+        expected = tool_answer(
+            populated.store, SearchRequest(query='vpc', run_id=one_run), scope='conversation', conversation_id=SUPPORT
+        )
+        assert in_run.out == expected + '\n'
+        assert all(f'run: {one_run}' in line for line in in_run.out.splitlines() if line.startswith('[score'))
+
+
+class TestScope:
+    def test_a_conversation_never_sees_another(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
+        mine = run_cli(capsys, ['search', '--store', populated.store, '--conversation', OTHER, 'ZEBRA vault'])
+        assert OTHER_SECRET in mine.out
+        theirs = run_cli(capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, 'ZEBRA vault'])
+        assert OTHER_SECRET not in theirs.out
+        assert theirs.out.startswith("No matches for 'ZEBRA vault' in ")
+        everywhere = run_cli(capsys, ['search', '--store', populated.store, '--all', 'ZEBRA vault'])
+        assert OTHER_SECRET in everywhere.out
+
+
+class TestJson:
+    def test_shape_and_agreement_with_the_answer(
+        self, populated: Populated, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        result = run_cli(
+            capsys,
+            ['search', '--store', populated.store, '--all', 'billing export', '--json', '--context-lines', '1'],
+        )
+        assert result.status == 0
+        document = json.loads(result.out)
+        assert set(document) == {
+            'store',
+            'query',
+            'scope',
+            'conversation_id',
+            'run_id',
+            'roles',
+            'since',
+            'until',
+            'order',
+            'max_matches',
+            'context_lines',
+            'answer',
+            'matches',
+        }
+        assert (document['query'], document['scope'], document['conversation_id']) == ('billing export', 'all', None)
+        text = run_cli(
+            capsys, ['search', '--store', populated.store, '--all', 'billing export', '--context-lines', '1']
+        )
+        assert document['answer'] + '\n' == text.out
+        matches = document['matches']
+        assert matches and all(
+            set(match) == {'run_id', 'conversation_id', 'position', 'score', 'role', 'timestamp', 'lines', 'message'}
+            for match in matches
+        )
+        # Each match is the answer's block at the same place: its run, and its `>` line.
+        blocks = document['answer'].split('\n\n---\n\n')
+        blocks[0] = blocks[0].split('\n\n', 1)[1]  # drop the header line
+        assert len(blocks) == len(matches)
+        for block, match in zip(blocks, matches, strict=True):
+            header = block.splitlines()[0]
+            assert header.startswith(f'[score: {match["score"]:.1f} | run: {match["run_id"]}')
+            assert f'\n>[{match["position"]}] {match["lines"][0]}' in block
+        assert [m['score'] for m in matches] == sorted((m['score'] for m in matches), reverse=True)
+
+    def test_filters_and_order(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
+        base = ['search', '--store', populated.store, '--conversation', SUPPORT, 'export job', '--json']
+        users = json.loads(run_cli(capsys, [*base, '--role', 'user']).out)
+        assert users['roles'] == ['user'] and users['matches']
+        assert {match['role'] for match in users['matches']} == {'user'}
+        newest = json.loads(run_cli(capsys, [*base, '--order', 'newest']).out)['matches']
+        assert [m['timestamp'] for m in newest] == sorted((m['timestamp'] for m in newest), reverse=True)
+
+    def test_progress_on_stderr(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
+        result = run_cli(capsys, ['search', '--store', populated.store, '--all', 'export', '--progress'])
+        assert result.status == 0
+        assert result.err.endswith('/10\n') and result.err.startswith('\rreading runs [')
