@@ -1,0 +1,18 @@
+"""Temporal specifics: the worker plugin that lets workflow code import durable-recall as it is.
+
+Import this subpackage only where Temporal is used (a worker, a replayer, a client factory); the
+top-level `durable_recall` package never imports it, so importing the library loads no engine.
+"""
+
+from __future__ import annotations
+
+try:
+    import temporalio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+except ImportError as _import_error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        'durable_recall.temporal needs the `temporalio` package: pip install "durable-recall[temporal]"'
+    ) from _import_error
+
+from ._plugin import SANDBOX_PASSTHROUGH_MODULES, DurableRecallPlugin, with_durable_recall_passthrough
+
+__all__ = ('SANDBOX_PASSTHROUGH_MODULES', 'DurableRecallPlugin', 'with_durable_recall_passthrough')

@@ -1,0 +1,1 @@
+"""The DBOS sample: one process that holds the long, compacted conversation as a DBOS workflow."""
