@@ -17,7 +17,7 @@ from ..history import HistorySource, RunHistory, SnapshotHistorySource
 from ..search import SEARCH_TOOL_NAME, Bm25Params, SearchRequest, SearchScope
 from ..search._searcher import Searcher
 from ._errors import CliError
-from ._matches import ranked_matches
+from ._matches import match_records
 from ._output import Progress, iso_time, write_json
 from ._store import OpenedStore
 
@@ -80,22 +80,15 @@ async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextI
         skip_tools=_SKIP_TOOLS,
     )
     try:
-        answer = await searcher.search(request, scope=scope, conversation_id=conversation_id)
+        outcome = await searcher.rank(request, scope=scope, conversation_id=conversation_id)
     finally:
         if counting.progress is not None:
             counting.progress.close()
+    answer = outcome.answer(searcher)
     if not args.json:
         out.write(answer + '\n')
         return 0
-    matches = await ranked_matches(
-        source,
-        request,
-        conversation_id=conversation_id if scope == 'conversation' else None,
-        params=_PARAMS,
-        max_matches=args.max_matches,
-        context_lines=args.context_lines,
-        skip_tools=_SKIP_TOOLS,
-    )
+    matches = match_records(outcome, _SKIP_TOOLS)
     document: dict[str, Any] = {
         'store': opened.label,
         'query': request.query,

@@ -8,7 +8,7 @@ record every time, which a caching source answers by reading only snapshots save
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, TypeAlias, cast
@@ -22,7 +22,7 @@ from ._bm25 import Bm25Params
 from ._corpus import Filters, Hit, IndexedRun, Role, Section, build_sections, message_time, rank_sections
 from ._tokenize import tokenize
 
-__all__ = ('Order', 'SearchRequest', 'SearchScope', 'Searcher')
+__all__ = ('Order', 'Outcome', 'SearchRequest', 'SearchScope', 'Searcher')
 
 SearchScope: TypeAlias = Literal['conversation', 'all']
 """`'conversation'`: only runs with the calling run's conversation id; `'all'`: the whole store."""
@@ -56,6 +56,46 @@ class SearchRequest:
     order: str = 'relevance'
 
 
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What one search found.
+
+    Attributes:
+        fixed: The whole answer when the search did not rank (no conversation, no terms, ...).
+        query: The query as searched.
+        total: Messages searched.
+        hits: The matches the answer shows, best first (or in the requested order).
+        terms: The query's distinct terms.
+        rarity: Each term's idf in the scope.
+        unreadable: Runs that could not be read, named in the answer.
+    """
+
+    fixed: str | None = None
+    query: str = ''
+    total: int = 0
+    hits: list[Hit] = field(default_factory=list[Hit])
+    terms: list[str] = field(default_factory=list[str])
+    rarity: Mapping[str, float] = field(default_factory=dict[str, float])
+    unreadable: list[str] = field(default_factory=list[str])
+
+    def answer(self, searcher: Searcher) -> str:
+        """The text the model reads, within the searcher's byte budget."""
+        note = f'\n\n{_answer.unreadable_note(self.unreadable)}' if self.unreadable else ''
+        if self.fixed is not None:
+            return self.fixed + note
+        text = _answer.format_hits(
+            self.query,
+            self.total,
+            self.hits,
+            terms=self.terms,
+            rarity=self.rarity,
+            context_lines=searcher.context_lines,
+            max_bytes=searcher.max_result_bytes - len(note.encode()),
+            skip_tools=searcher.skip_tools,
+        )
+        return text + note
+
+
 @dataclass
 class Searcher:
     """Searches a history source; keeps tokenized records between calls."""
@@ -72,44 +112,42 @@ class Searcher:
 
     async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
         """Answer one tool call; every expected outcome is a string, never an exception."""
+        outcome = await self.rank(request, scope=scope, conversation_id=conversation_id)
+        return outcome.answer(self)
+
+    async def rank(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> Outcome:
+        """The search as data: the chosen hits, or the fixed answer that stands in for them.
+
+        `search` formats this for the model; a caller that wants matches as data (the CLI's
+        `--json`) reads `hits` and gets exactly the blocks the answer shows.
+        """
         if scope == 'conversation' and conversation_id is None:
-            return _answer.no_conversation()
+            return Outcome(fixed=_answer.no_conversation())
         query = request.query.replace('\x00', ' ')
         problem = _check_request(request)
         if problem is not None:
-            return problem
+            return Outcome(fixed=problem)
         runs = await self.source.list_runs(conversation_id=conversation_id if scope == 'conversation' else None)
         if request.run_id is not None:
             runs = [run for run in runs if run.run_id == request.run_id]
             if not runs:
-                return _answer.no_run(request.run_id)
+                return Outcome(fixed=_answer.no_run(request.run_id))
         indexed, unreadable = await self._index([run.run_id for run in runs])
         sections = build_sections(indexed, inherit=request.run_id is None)
         total = sum(section.size for section in sections)
-        note = f'\n\n{_answer.unreadable_note(unreadable)}' if unreadable else ''
         if request.run_id is not None and total == 0:
-            return _answer.no_run(request.run_id) + note
+            return Outcome(fixed=_answer.no_run(request.run_id), unreadable=unreadable)
         if total == 0:
             empty = _answer.empty_conversation() if scope == 'conversation' else _answer.empty_store()
-            return empty + note
+            return Outcome(fixed=empty, unreadable=unreadable)
         terms = list(dict.fromkeys(tokenize(query)))[:_MAX_QUERY_TERMS]
         if not terms:
-            return _answer.no_terms(query) + note
+            return Outcome(fixed=_answer.no_terms(query), unreadable=unreadable)
         hits, rarity = rank_sections(sections, terms, self.params, _filters(request))
         if not hits:
-            return _answer.no_matches(query, total) + note
-        hits = _order(hits, cast(Order, request.order))
-        answer = _answer.format_hits(
-            query,
-            total,
-            _distinct(hits, self.max_matches, self.context_lines),
-            terms=terms,
-            rarity=rarity,
-            context_lines=self.context_lines,
-            max_bytes=self.max_result_bytes - len(note.encode()),
-            skip_tools=self.skip_tools,
-        )
-        return answer + note
+            return Outcome(fixed=_answer.no_matches(query, total), unreadable=unreadable)
+        chosen = _distinct(_order(hits, cast(Order, request.order)), self.max_matches, self.context_lines)
+        return Outcome(query=query, total=total, hits=chosen, terms=terms, rarity=rarity, unreadable=unreadable)
 
     async def _index(self, run_ids: list[str]) -> tuple[list[IndexedRun], list[str]]:
         indexed: list[IndexedRun] = []
