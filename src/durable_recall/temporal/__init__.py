@@ -13,6 +13,7 @@ except ImportError as _import_error:  # pragma: no cover - exercised only withou
         'durable_recall.temporal needs the `temporalio` package: pip install "durable-recall[temporal]"'
     ) from _import_error
 
+from ._dev_server import dev_server_path
 from ._plugin import SANDBOX_PASSTHROUGH_MODULES, DurableRecallPlugin, with_durable_recall_passthrough
 
-__all__ = ('SANDBOX_PASSTHROUGH_MODULES', 'DurableRecallPlugin', 'with_durable_recall_passthrough')
+__all__ = ('SANDBOX_PASSTHROUGH_MODULES', 'DurableRecallPlugin', 'dev_server_path', 'with_durable_recall_passthrough')
