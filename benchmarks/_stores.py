@@ -1,0 +1,167 @@
+"""Where a benchmark store lives, as a value another process can be handed, and what it occupies."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from durable_recall import StepStore
+
+__all__ = ('StoreSpec', 'StoreSize', 'clone_conversation')
+
+_TABLES = ('dr_runs', 'dr_messages', 'dr_snapshots')
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A SQLite file, or a schema in a Postgres database."""
+
+    kind: Literal['sqlite', 'postgres']
+    target: str
+    schema: str | None = None
+
+    def open(self) -> StepStore:
+        """A new store object on it."""
+        if self.kind == 'sqlite':
+            from durable_recall.stores import SqliteStepStore
+
+            return SqliteStepStore(self.target)
+        from durable_recall.stores import PostgresStepStore
+
+        return PostgresStepStore(self.target, schema=self.schema)
+
+    def to_json(self) -> str:
+        """For a command line."""
+        return json.dumps({'kind': self.kind, 'target': self.target, 'schema': self.schema})
+
+    @classmethod
+    def from_json(cls, text: str) -> StoreSpec:
+        """The inverse of `to_json`."""
+        data = json.loads(text)
+        return cls(kind=data['kind'], target=data['target'], schema=data['schema'])
+
+    @property
+    def label(self) -> str:
+        """`SQLite` or `Postgres`."""
+        return 'SQLite' if self.kind == 'sqlite' else 'Postgres'
+
+
+@dataclass(frozen=True)
+class StoreSize:
+    """Bytes a store occupies: the whole, and per table (indexes included)."""
+
+    total: int
+    tables: dict[str, int]
+
+
+def sqlite_size(path: str | Path) -> StoreSize:
+    """The file's size after a WAL checkpoint, and each table's pages (from `dbstat` when available)."""
+    with sqlite3.connect(path) as conn:
+        conn.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+        page_size: int = conn.execute('PRAGMA page_size').fetchone()[0]
+        pages: int = conn.execute('PRAGMA page_count').fetchone()[0]
+        tables: dict[str, int] = {}
+        try:
+            rows = conn.execute('SELECT name, SUM(pgsize) FROM dbstat GROUP BY name').fetchall()
+        except sqlite3.OperationalError:
+            rows = []
+        for name, size in rows:
+            owner = next((table for table in _TABLES if str(name).startswith(table)), 'other')
+            tables[owner] = tables.get(owner, 0) + int(size)
+    return StoreSize(total=page_size * pages, tables=tables)
+
+
+def postgres_size(url: str, schema: str) -> StoreSize:
+    """`pg_total_relation_size` of each of our tables in the schema (heap, TOAST and indexes)."""
+    import psycopg
+
+    tables: dict[str, int] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute('VACUUM ANALYZE')
+        for table in _TABLES:
+            row = conn.execute('SELECT pg_total_relation_size(%s::regclass)', (f'"{schema}".{table}',)).fetchone()
+            tables[table] = int(row[0]) if row is not None else 0
+    return StoreSize(total=sum(tables.values()), tables=tables)
+
+
+def clone_conversation(spec: StoreSpec, source: str, copies: int) -> int:
+    """Copy every row of conversation `source` `copies` times, as new conversations with new run ids.
+
+    Cheap filler for "other conversations": the copies have the same size and shape as a generated
+    conversation. Returns the number of message rows added.
+    """
+    if spec.kind == 'sqlite':
+        return _clone_sqlite(spec.target, source, copies)
+    return _clone_postgres(spec, source, copies)
+
+
+def _clone_sqlite(path: str, source: str, copies: int) -> int:
+    added = 0
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
+        for copy in range(1, copies + 1):
+            suffix = f'~copy{copy}'
+            conn.execute('BEGIN IMMEDIATE')
+            conn.execute(
+                'INSERT INTO dr_runs (run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token)'
+                ' SELECT run_id || ?, conversation_id || ?, parent_run_id, agent_name, metadata, started_at, token || ?'
+                ' FROM dr_runs WHERE conversation_id = ?',
+                (suffix, suffix, suffix, source),
+            )
+            cursor = conn.execute(
+                f'INSERT INTO dr_messages (run_id, seq, body) SELECT run_id || ?, seq, body FROM dr_messages'
+                f' WHERE run_id IN ({runs})',
+                (suffix, source),
+            )
+            added += cursor.rowcount
+            conn.execute(
+                'INSERT INTO dr_snapshots (run_id, idx, step_index, state, saved_at, ranges, size)'
+                ' SELECT run_id || ?, idx, step_index, state, saved_at, ranges, size FROM dr_snapshots'
+                f' WHERE run_id IN ({runs})',
+                (suffix, source),
+            )
+            conn.execute('COMMIT')
+    return added
+
+
+def _clone_postgres(spec: StoreSpec, source: str, copies: int) -> int:
+    import psycopg
+    from psycopg import sql
+
+    added = 0
+    schema = sql.Identifier(spec.schema or 'public')
+    with psycopg.connect(spec.target) as conn:
+        for copy in range(1, copies + 1):
+            suffix = f'~copy{copy}'
+            with conn.transaction():
+                conn.execute(
+                    sql.SQL(
+                        'INSERT INTO {s}.dr_runs (run_id, conversation_id, parent_run_id, agent_name, metadata,'
+                        ' started_at, token) SELECT run_id || %(x)s, conversation_id || %(x)s, parent_run_id,'
+                        ' agent_name, metadata, started_at, token || %(x)s FROM {s}.dr_runs'
+                        ' WHERE conversation_id = %(c)s'
+                    ).format(s=schema),
+                    {'x': suffix, 'c': source},
+                )
+                cursor = conn.execute(
+                    sql.SQL(
+                        'INSERT INTO {s}.dr_messages (run_id, seq, body) SELECT m.run_id || %(x)s, m.seq, m.body'
+                        ' FROM {s}.dr_messages m JOIN {s}.dr_runs r ON r.run_id = m.run_id'
+                        ' WHERE r.conversation_id = %(c)s'
+                    ).format(s=schema),
+                    {'x': suffix, 'c': source},
+                )
+                added += cursor.rowcount
+                conn.execute(
+                    sql.SQL(
+                        'INSERT INTO {s}.dr_snapshots (run_id, idx, step_index, state, saved_at, ranges, size)'
+                        ' SELECT p.run_id || %(x)s, p.idx, p.step_index, p.state, p.saved_at, p.ranges, p.size'
+                        ' FROM {s}.dr_snapshots p JOIN {s}.dr_runs r ON r.run_id = p.run_id'
+                        ' WHERE r.conversation_id = %(c)s'
+                    ).format(s=schema),
+                    {'x': suffix, 'c': source},
+                )
+    return added
