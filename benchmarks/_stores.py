@@ -87,22 +87,24 @@ def postgres_size(url: str, schema: str) -> StoreSize:
     return StoreSize(total=sum(tables.values()), tables=tables)
 
 
-def clone_conversation(spec: StoreSpec, source: str, copies: int) -> int:
+def clone_conversation(spec: StoreSpec, source: str, copies: int, *, first: int = 1) -> int:
     """Copy every row of conversation `source` `copies` times, as new conversations with new run ids.
 
     Cheap filler for "other conversations": the copies have the same size and shape as a generated
-    conversation. Returns the number of message rows added.
+    conversation. Copies are numbered from `first` (ids end in `~copy<n>`), so a later call
+    continues the numbering. Returns the number of message rows added.
     """
+    numbers = range(first, first + copies)
     if spec.kind == 'sqlite':
-        return _clone_sqlite(spec.target, source, copies)
-    return _clone_postgres(spec, source, copies)
+        return _clone_sqlite(spec.target, source, numbers)
+    return _clone_postgres(spec, source, numbers)
 
 
-def _clone_sqlite(path: str, source: str, copies: int) -> int:
+def _clone_sqlite(path: str, source: str, numbers: range) -> int:
     added = 0
     with sqlite3.connect(path, isolation_level=None) as conn:
         runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
-        for copy in range(1, copies + 1):
+        for copy in numbers:
             suffix = f'~copy{copy}'
             conn.execute('BEGIN IMMEDIATE')
             conn.execute(
@@ -127,14 +129,14 @@ def _clone_sqlite(path: str, source: str, copies: int) -> int:
     return added
 
 
-def _clone_postgres(spec: StoreSpec, source: str, copies: int) -> int:
+def _clone_postgres(spec: StoreSpec, source: str, numbers: range) -> int:
     import psycopg
     from psycopg import sql
 
     added = 0
     schema = sql.Identifier(spec.schema or 'public')
     with psycopg.connect(spec.target) as conn:
-        for copy in range(1, copies + 1):
+        for copy in numbers:
             suffix = f'~copy{copy}'
             with conn.transaction():
                 conn.execute(

@@ -120,7 +120,7 @@ PLANS = {
         cold_processes=1,
         reference=False,
         curve_sizes=(60,),
-        curve_others=(0, 300),
+        curve_others=(0, 300, 900),
         curve_other_unit=300,
         curve_cold=1,
         curve_queries=2,
@@ -398,7 +398,6 @@ class Report:
     truth_messages: int
     store_messages: int
     conversations: int
-    notes: list[str] = field(default_factory=list[str])
     curve_snapshots: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     curve_others: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     setup: dict[str, float] = field(default_factory=dict[str, float])
@@ -655,6 +654,7 @@ async def _measure(plan: Plan, args: argparse.Namespace, work: Path, setup: dict
             log('timing the reference search')
             side.timings = measure_reference(python, database, TARGET, queries, plan, work)
             sides.insert(1, side)
+        print(describe(report), flush=True)
         if plan.curve_sizes:
             main_point: dict[str, Any] = {
                 'messages': target.message_count,
@@ -729,7 +729,7 @@ async def _curve_others(plan: Plan, work: Path) -> list[dict[str, Any]]:
             copies = 1
         wanted = math.ceil(others / filler.message_count) if others else 0
         if wanted > copies:
-            clone_conversation(spec, OTHER, wanted - copies)
+            clone_conversation(spec, OTHER, wanted - copies, first=copies)
             copies = wanted
         log(f'curve: {copies * filler.message_count:,} messages in other conversations')
         timings = measure_ours(spec, TARGET, queries, quick, work)
@@ -766,12 +766,16 @@ def describe(report: Report) -> str:
         '',
         report.table(),
     ]
+    return '\n'.join(lines)
+
+
+def describe_rest(report: Report) -> str:
+    """What follows the table once the curves are measured: the curves and the setup times."""
+    lines: list[str] = []
     if report.curve_snapshots or report.curve_others:
         lines += ['', report.curves()]
-    if report.notes:
-        lines += ['', *report.notes]
     setup = ', '.join(f'{key} {value:.1f}' for key, value in report.setup.items())
-    lines += ['', f'setup: {setup}']
+    lines += ['', f'setup (s): {setup}']
     return '\n'.join(lines)
 
 
@@ -789,7 +793,7 @@ def main(argv: list[str] | None = None) -> None:
     began = time.perf_counter()
     report = asyncio.run(_main(args))
     report.setup['total_s'] = time.perf_counter() - began
-    print(describe(report))
+    print(describe_rest(report))
     if args.json:
         Path(args.json).write_text(json.dumps(asdict(report), indent=2, default=str))
 
