@@ -67,6 +67,22 @@ async def measure(
 
 
 def _rss() -> int:
+    return _peak_rss_kb()
+
+
+def _peak_rss_kb() -> int:
+    """This process's own peak RSS (VmHWM), in KiB.
+
+    Not `ru_maxrss`: on Linux that keeps the parent's high-water mark across a vfork + exec, so a
+    small child of a big parent would report the parent's figure.
+    """
+    try:
+        with open('/proc/self/status') as status:
+            for line in status:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
