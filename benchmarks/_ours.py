@@ -16,7 +16,6 @@ _STARTED = time.perf_counter()
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -25,6 +24,7 @@ from pydantic_ai import RunContext  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 from pydantic_ai.usage import RunUsage  # noqa: E402
 
+from benchmarks._script import peak_rss_kb  # noqa: E402
 from benchmarks._stores import StoreSpec  # noqa: E402
 from durable_recall import ConversationSearch, SnapshotHistorySource  # noqa: E402
 from durable_recall.search import SearchRequest  # noqa: E402
@@ -67,23 +67,7 @@ async def measure(
 
 
 def _rss() -> int:
-    return _peak_rss_kb()
-
-
-def _peak_rss_kb() -> int:
-    """This process's own peak RSS (VmHWM), in KiB.
-
-    Not `ru_maxrss`: on Linux that keeps the parent's high-water mark across a vfork + exec, so a
-    small child of a big parent would report the parent's figure.
-    """
-    try:
-        with open('/proc/self/status') as status:
-            for line in status:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak_rss_kb()
 
 
 def _emit(out: dict[str, Any]) -> None:

@@ -27,7 +27,6 @@ _STARTED = time.perf_counter()
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -40,26 +39,10 @@ from pydantic_ai_harness.conversation_search import SnapshotHistorySource  # noq
 from pydantic_ai_harness.conversation_search._toolset import ConversationSearchToolset  # noqa: E402
 from pydantic_ai_harness.step_persistence import SqliteStepStore, StepPersistence  # noqa: E402
 
-from benchmarks._script import conversation_from_json, scripted_agent_parts  # noqa: E402
+from benchmarks._script import conversation_from_json, peak_rss_kb, scripted_agent_parts  # noqa: E402
 
 _IMPORTED = time.perf_counter()
 WINDOW = 40
-
-
-def _peak_rss_kb() -> int:
-    """This process's own peak RSS (VmHWM), in KiB.
-
-    Not `ru_maxrss`: on Linux that keeps the parent's high-water mark across a vfork + exec, so a
-    small child of a big parent would report the parent's figure.
-    """
-    try:
-        with open('/proc/self/status') as status:
-            for line in status:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 class _TimedStore(SqliteStepStore):
@@ -161,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--queries')
     parser.add_argument('--repeats', type=int, default=0)
     args = parser.parse_args(argv)
-    rss_imported = _peak_rss_kb()
+    rss_imported = peak_rss_kb()
     if args.mode == 'versions':
         from importlib.metadata import version
 
@@ -173,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         out = asyncio.run(_search(args.db, args.conversation, queries, args.repeats))
     out['import_seconds'] = _IMPORTED - _STARTED
     out['rss_imported_kb'] = rss_imported
-    out['rss_peak_kb'] = _peak_rss_kb()
+    out['rss_peak_kb'] = peak_rss_kb()
     sys.stdout.write(json.dumps(out) + '\n')
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import resource
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -579,3 +580,19 @@ def split_sizes(total: int, parts: int) -> Sequence[int]:
     """`total` messages spread over `parts` conversations."""
     base, extra = divmod(total, parts)
     return [base + (1 if index < extra else 0) for index in range(parts)]
+
+
+def peak_rss_kb() -> int:
+    """This process's own peak RSS (VmHWM), in KiB.
+
+    Not `ru_maxrss`: on Linux that keeps the parent's high-water mark across a vfork + exec, so a
+    small child of a big parent would report the parent's figure.
+    """
+    try:
+        with open('/proc/self/status') as status:
+            for line in status:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
