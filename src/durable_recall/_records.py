@@ -142,6 +142,9 @@ class Snapshot:
         state: Whether every tool call in it is answered.
         saved_at: When the store wrote it (UTC).
         messages: The history, message for message as it was saved.
+        seqs: Where each message lives in the run's message log (its log number), aligned with
+            `messages`; the same number means the same stored body. Empty from a store that
+            does not say.
     """
 
     run_id: str
@@ -150,6 +153,7 @@ class Snapshot:
     state: SnapshotState
     saved_at: datetime
     messages: list[ModelMessage]
+    seqs: list[int] = field(default_factory=list[int])
 
 
 @dataclass(frozen=True, kw_only=True)

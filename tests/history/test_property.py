@@ -4,8 +4,9 @@ A scenario is a run: at each step one history operation (grow, drop a prefix, ke
 drop the middle, summarize the head, clear a tool result in place, re-stamp everything as a replay
 would, append an instruction change, our sliding window) and then new messages; then a snapshot,
 saved to an `InMemoryStepStore` as a delta. The record must be every message the run produced,
-once, in order (by content hash), each the latest unedited copy; and reading it after every
-snapshot (incremental folds) must equal reading it once at the end.
+once, in order (by content hash), each the latest unedited copy; reading it after every
+snapshot (incremental folds) must equal reading it once at the end; and so must a builder that is
+saved as state and resumed before every snapshot, as the persistent index folds.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from durable_recall import InMemoryStepStore
 from durable_recall.compaction import SlidingWindowCompaction, is_compaction_marker
-from durable_recall.history import SnapshotHistorySource
+from durable_recall.history import FoldState, RecordBuilder, SnapshotHistorySource, strip_artifacts
 from tests.stores._helpers import delta, registration
 
 from ._messages import call, cleared, hashes, reply, restamped, summary, tool_return, user, with_delta
@@ -142,6 +143,7 @@ async def check(scenario: list[Step]) -> None:
     store = InMemoryStepStore()
     await store.register_run(registration('run-1'))
     incremental = SnapshotHistorySource(store)
+    resumed = Resumed()
     run = Run()
     previous: list[ModelMessage] = []
     for index, (operation, amount, kinds) in enumerate(scenario):
@@ -153,6 +155,7 @@ async def check(scenario: list[Step]) -> None:
         history = await incremental.run_history('run-1')
         assert history is not None and history.version == index
         assert list(history.hashes) == hashes(run.true[: len(history.hashes)])
+        await resumed.fold_next(store, index)
 
     final = await incremental.run_history('run-1')
     once = await SnapshotHistorySource(store).run_history('run-1')
@@ -160,3 +163,39 @@ async def check(scenario: list[Step]) -> None:
     assert list(final.hashes) == hashes(run.true)
     assert list(final.messages) == run.latest
     assert final.hashes == once.hashes and list(final.messages) == list(once.messages)
+    assert resumed.hashes() == list(final.hashes)
+    assert await resumed.messages(store) == run.latest
+
+
+@dataclass
+class Resumed:
+    """Folds each snapshot in a builder resumed from the last one's JSON state, keeping only what changed."""
+
+    state: FoldState | None = None
+    seqs: dict[int, int] = field(default_factory=dict[int, int])
+    digests: dict[int, str] = field(default_factory=dict[int, str])
+
+    async def fold_next(self, store: InMemoryStepStore, index: int) -> None:
+        (snapshot,) = await store.list_snapshots('run-1', after=index - 1)
+        if self.state is None:
+            builder = RecordBuilder(track_changes=True)
+        else:
+            previous, positions = self.state.needed()
+            loaded = await store.read_messages('run-1', [*previous, *(self.seqs[p] for p in positions)])
+            builder = RecordBuilder.resume(self.state, loaded, {p: loaded[self.seqs[p]] for p in positions})
+        builder.fold(snapshot.messages, snapshot.seqs)
+        for position in builder.take_changes():
+            self.seqs[position] = builder.seq(position)
+            self.digests[position] = builder.hash(position)
+        self.state = FoldState.from_json(builder.state.to_json())
+
+    def hashes(self) -> list[str]:
+        return [self.digests[position] for position in range(len(self.digests))]
+
+    async def messages(self, store: InMemoryStepStore) -> list[ModelMessage]:
+        loaded = await store.read_messages('run-1', list(self.seqs.values()))
+        out: list[ModelMessage] = []
+        for position in range(len(self.seqs)):
+            message = loaded[self.seqs[position]]
+            out.append(strip_artifacts(message) or message)
+        return out

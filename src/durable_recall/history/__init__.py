@@ -6,10 +6,11 @@ from __future__ import annotations
 from ._source import HistorySource, RunHistory  # isort: split
 
 from ._hash import message_hash, message_hashes
-from ._rebuild import RecordBuilder, strip_artifacts
+from ._rebuild import FoldState, RecordBuilder, strip_artifacts
 from ._snapshot_source import SnapshotHistorySource
 
 __all__ = (
+    'FoldState',
     'HistorySource',
     'RecordBuilder',
     'RunHistory',

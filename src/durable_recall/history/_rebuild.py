@@ -41,6 +41,11 @@ is the same `q a` with a prefix dropped just as well) and is read as the smaller
 Where it cannot be exact, it fails towards duplication, never loss: an edit that re-creates a
 message keeping none of its identity is appended as a new message.
 
+Resumable: [`RecordBuilder.state`][durable_recall.history.RecordBuilder.state] is what a later
+fold needs (the last snapshot's hashes, log numbers and record positions, and the record's hashes
+at those positions), a few kilobytes whatever the run's length, so the persistent index keeps it
+and resumes folding in another process without re-reading the run's earlier snapshots.
+
 Cost per snapshot: hashing its messages (a message equal to the previous snapshot's at the
 expected position reuses that hash) and one alignment of two context-sized lists, so a run is
 rebuilt in time linear in its snapshots times the context size.
@@ -48,7 +53,8 @@ rebuilt in time linear in its snapshots times the context size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from difflib import SequenceMatcher
@@ -61,10 +67,10 @@ from ..compaction._sliding_window import (
     is_compaction_marker,
     is_marker_part,
 )
-from ..search._artifacts import is_compaction_receipt, is_summary_artifact
+from ..compaction._artifacts import is_compaction_receipt, is_summary_artifact
 from ._hash import RECORD_PART_KINDS, canonical_form, message_hash
 
-__all__ = ('RecordBuilder', 'strip_artifacts')
+__all__ = ('FoldState', 'RecordBuilder', 'strip_artifacts')
 
 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
@@ -96,6 +102,7 @@ class _Seen:
     message: ModelMessage
     digest: str
     body_position: int
+    seq: int = -1
     record_index: int | None = None
     _identity: frozenset[tuple[str, object]] | None = field(default=None, repr=False)
 
@@ -106,47 +113,189 @@ class _Seen:
         return self._identity
 
 
+@dataclass(frozen=True)
+class FoldState:
+    """What a `RecordBuilder` needs to go on folding, without the record itself.
+
+    Attributes:
+        size: The record's length.
+        marker: The dropped count of the last folded snapshot's compaction marker (0 for none).
+        previous: The last folded snapshot's messages (artifacts removed) as
+            `(hash, body position, log number, record position or None)`.
+        record: The record's hash at each position `previous` names, where it differs from the
+            hash of the `previous` entry naming it (an edit kept the original).
+    """
+
+    size: int
+    marker: int
+    previous: tuple[tuple[str, int, int, int | None], ...]
+    record: Mapping[int, str]
+
+    def to_json(self) -> str:
+        """Compact JSON text, for the index to store."""
+        return json.dumps(
+            {
+                'size': self.size,
+                'marker': self.marker,
+                'previous': [list(entry) for entry in self.previous],
+                'record': [[position, digest] for position, digest in sorted(self.record.items())],
+            },
+            separators=(',', ':'),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> FoldState:
+        """Read `to_json` text back.
+
+        Raises:
+            ValueError: The text is not a state this version wrote.
+        """
+        try:
+            data = json.loads(text)
+            return cls(
+                size=int(data['size']),
+                marker=int(data['marker']),
+                previous=tuple(
+                    (str(digest), int(body), int(seq), None if record is None else int(record))
+                    for digest, body, seq, record in data['previous']
+                ),
+                record={int(position): str(digest) for position, digest in data['record']},
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f'not a record builder state: {error}') from error
+
+    def needed(self) -> tuple[list[int], list[int]]:
+        """The log numbers of `previous`, and the record positions whose message must be loaded to resume."""
+        return [seq for _, _, seq, _ in self.previous], sorted(self.record)
+
+
 class RecordBuilder:
     """Folds a run's complete snapshots, in order, into its durable record (see the module docstring).
 
     Incremental: the record after n snapshots does not depend on when they were folded (a fold
     reads only the builder's state and the next snapshot), so a reader can keep a builder and fold
-    in only what was saved since it last looked.
+    in only what was saved since it last looked; or save `state` and `resume` from it elsewhere.
+
+    Built with `track_changes=True` (and when resumed), a builder reports which record positions
+    changed since it was last asked (`take_changes`): appended ones, and ones whose message was
+    replaced by a different stored copy.
     """
 
-    def __init__(self) -> None:
-        self._messages: list[ModelMessage] = []
+    def __init__(self, *, track_changes: bool = False) -> None:
+        self._tracking = track_changes
+        self._messages: list[ModelMessage | None] = []
         self._hashes: list[str] = []
+        self._seqs: list[int] = []
         self._previous: list[_Seen] = []
         self._previous_marker = 0
+        self._changes: dict[int, ModelMessage | None] = {}
+
+    @classmethod
+    def resume(
+        cls, state: FoldState, previous: Mapping[int, ModelMessage], record: Mapping[int, ModelMessage]
+    ) -> RecordBuilder:
+        """A builder that goes on from `state`, holding only the record positions a fold can touch.
+
+        Args:
+            state: What `state` returned.
+            previous: The messages of the state's `previous` entries, by log number, as stored.
+            record: The record's messages at the positions `state.needed()` names.
+
+        Raises:
+            KeyError: A message the state names is missing from `previous` or `record`.
+        """
+        builder = cls(track_changes=True)
+        builder._messages = [None] * state.size
+        builder._hashes = [''] * state.size
+        builder._seqs = [-1] * state.size
+        builder._previous_marker = state.marker
+        for digest, body_position, seq, record_index in state.previous:
+            cleaned = strip_artifacts(previous[seq])
+            message = previous[seq] if cleaned is None else cleaned
+            builder._previous.append(_Seen(message, digest, body_position, seq, record_index))
+            if record_index is not None and record_index not in state.record:
+                builder._messages[record_index] = message
+                builder._hashes[record_index] = digest
+                builder._seqs[record_index] = seq
+        for position, digest in state.record.items():
+            cleaned = strip_artifacts(record[position])
+            builder._messages[position] = record[position] if cleaned is None else cleaned
+            builder._hashes[position] = digest
+        return builder
+
+    @property
+    def state(self) -> FoldState:
+        """What `resume` needs to go on folding from here."""
+        previous = tuple((s.digest, s.body_position, s.seq, s.record_index) for s in self._previous)
+        record = {
+            s.record_index: self._hashes[s.record_index]
+            for s in self._previous
+            if s.record_index is not None and self._hashes[s.record_index] != s.digest
+        }
+        return FoldState(size=len(self._hashes), marker=self._previous_marker, previous=previous, record=record)
 
     @property
     def messages(self) -> tuple[ModelMessage, ...]:
-        """The record so far: each persisted message once, in order, the latest copy of each."""
-        return tuple(self._messages)
+        """The record so far: each persisted message once, in order, the latest copy of each.
+
+        Raises:
+            RuntimeError: The builder was resumed and holds only part of the record.
+        """
+        if any(message is None for message in self._messages):
+            raise RuntimeError('a resumed RecordBuilder holds only the record positions it can still change')
+        return tuple(message for message in self._messages if message is not None)
 
     @property
     def hashes(self) -> tuple[str, ...]:
-        """The content hash of each record message."""
+        """The content hash of each record message (empty text where a resumed builder does not know it)."""
         return tuple(self._hashes)
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self._hashes)
 
-    def fold(self, snapshot: Sequence[ModelMessage]) -> None:
+    def message(self, position: int) -> ModelMessage:
+        """The record message at a position this builder holds (every appended or changed one does)."""
+        message = self._messages[position]
+        if message is None:
+            raise KeyError(position)
+        return message
+
+    def hash(self, position: int) -> str:
+        """The content hash at a position this builder holds."""
+        return self._hashes[position]
+
+    def seq(self, position: int) -> int:
+        """The log number of the record message at a position (-1 where the snapshots did not say)."""
+        return self._seqs[position]
+
+    def take_changes(self) -> dict[int, ModelMessage | None]:
+        """Positions changed since the last call.
+
+        Returns:
+            Appended positions mapped to `None`, replaced ones to the message they replaced.
+        """
+        changes, self._changes = self._changes, {}
+        return changes
+
+    def fold(self, snapshot: Sequence[ModelMessage], seqs: Sequence[int] = ()) -> None:
         """Extend the record with the next complete snapshot of the run (the whole history it holds).
 
         Our compaction markers, harness summary artifacts and harness receipts are removed first:
         they describe the history rather than belong to it.
+
+        Args:
+            snapshot: The snapshot's messages.
+            seqs: Their log numbers (`Snapshot.seqs`), if the store gives them: a record message
+                re-read from the same log entry is known unchanged without comparing it.
         """
         # The marker heads the snapshot alone, or merged by core into the prompt that followed it.
         marker = compaction_marker_count(snapshot[0]) if snapshot and has_compaction_marker(snapshot[0]) else None
         offset = 1 if snapshot and is_compaction_marker(snapshot[0]) else 0
-        body: list[tuple[int, ModelMessage]] = []
+        body: list[tuple[int, ModelMessage, int]] = []
         for position, message in enumerate(snapshot):
             cleaned = strip_artifacts(message)
             if cleaned is not None:
-                body.append((position - offset, cleaned))
+                body.append((position - offset, cleaned, seqs[position] if seqs else -1))
         current = self._hashed(body)
         previous = self._previous
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
@@ -155,7 +304,7 @@ class RecordBuilder:
         self._previous = current
         self._previous_marker = marker or 0
 
-    def _hashed(self, body: list[tuple[int, ModelMessage]]) -> list[_Seen]:
+    def _hashed(self, body: list[tuple[int, ModelMessage, int]]) -> list[_Seen]:
         """Hash the snapshot, reusing the previous snapshot's hash for an equal message where expected."""
         previous = self._previous
         positions: dict[str, int] = {}
@@ -163,8 +312,10 @@ class RecordBuilder:
             positions[previous[index].digest] = index
         seen: list[_Seen] = []
         expected = 0
-        for body_position, message in body:
-            if expected < len(previous) and _same(previous[expected].message, message):
+        for body_position, message, seq in body:
+            if expected < len(previous) and (
+                (seq >= 0 and previous[expected].seq == seq) or _same(previous[expected].message, message)
+            ):
                 digest = previous[expected].digest
                 expected += 1
             else:
@@ -172,7 +323,7 @@ class RecordBuilder:
                 found = positions.get(digest)
                 if found is not None and found >= expected:
                     expected = found + 1
-            seen.append(_Seen(message, digest, body_position))
+            seen.append(_Seen(message, digest, body_position, seq))
         return seen
 
     def _align(self, previous: list[_Seen], current: list[_Seen]) -> None:
@@ -185,14 +336,26 @@ class RecordBuilder:
         edited = self._pair_edits(previous[done_previous:], tail, stop_at_first_new=True)
         for seen in tail[edited:]:
             seen.record_index = len(self._messages)
+            if self._tracking:
+                self._changes[seen.record_index] = None
             self._messages.append(seen.message)
             self._hashes.append(seen.digest)
+            self._seqs.append(seen.seq)
+
+    def _replace(self, index: int, seen: _Seen) -> None:
+        """Put another copy at a record position, noting it as changed unless it is the same log entry."""
+        if self._tracking and (seen.seq < 0 or seen.seq != self._seqs[index]) and index not in self._changes:
+            self._changes[index] = self._messages[index]
+        self._messages[index] = seen.message
+        self._hashes[index] = seen.digest
+        self._seqs[index] = seen.seq
 
     def _keep(self, old: _Seen, new: _Seen) -> None:
         """An anchored message: the later copy replaces the record's when the record holds this content."""
         new.record_index = old.record_index
-        if old.record_index is not None and self._hashes[old.record_index] == new.digest:
-            self._messages[old.record_index] = new.message
+        index = old.record_index
+        if index is not None and self._hashes[index] == new.digest and (new.seq < 0 or new.seq != self._seqs[index]):
+            self._replace(index, new)
 
     def _pair_edits(self, old: Sequence[_Seen], new: Sequence[_Seen], *, stop_at_first_new: bool = False) -> int:
         """Pair each new message with the next old one whose identity it keeps; returns how many leading ones paired.
@@ -217,9 +380,8 @@ class RecordBuilder:
         new.record_index = index = old.record_index
         if index is None:
             return
-        if self._hashes[index] == new.digest or _extends(new.message, self._messages[index]):
-            self._messages[index] = new.message
-            self._hashes[index] = new.digest
+        if self._hashes[index] == new.digest or _extends(new.message, self.message(index)):
+            self._replace(index, new)
 
 
 def _anchors(previous: list[str], current: list[str]) -> list[tuple[int, int]]:

@@ -8,7 +8,7 @@ these, so every engine (in memory, SQLite, Postgres) ranks and renders identical
 
 from __future__ import annotations
 
-from ._artifacts import (
+from ..compaction._artifacts import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
     HARNESS_RECEIPT_TAG,
     HARNESS_SUMMARY_KEY,

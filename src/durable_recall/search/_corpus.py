@@ -87,27 +87,32 @@ class Section:
 def build_sections(runs: Sequence[IndexedRun], *, inherit: bool) -> list[Section]:
     """Sections for runs listed oldest first.
 
-    A run's leading messages are inherited when an earlier run in the list holds the same
-    message (by canonical hash) and the message was not created by this run (its `run_id`
-    stamp, when present, is another run's). Only a leading stretch is inherited: once a message
-    is this run's own, everything after it is too.
+    A run's leading messages are inherited when an earlier run of the same conversation in the
+    list holds the same message (by canonical hash) and the message was not created by this run
+    (its `run_id` stamp, when present, is another run's). Only a leading stretch is inherited:
+    once a message is this run's own, everything after it is too. A run without a conversation
+    inherits nothing: `message_history` threads a conversation, and the persistent index computes
+    the same sections conversation by conversation.
 
     Args:
         runs: The runs in scope, oldest first.
         inherit: `False` for a single-run search, which shows the whole record from position 0.
     """
-    seen: set[str] = set()
+    seen: dict[str, set[str]] = {}
     sections: list[Section] = []
     for indexed in runs:
         first = 0
-        if inherit:
-            own_id = indexed.run.token
-            while first < len(indexed.messages):
-                message = indexed.messages[first]
-                if indexed.hashes[first] not in seen or message.run_id == own_id:
-                    break
-                first += 1
-        seen.update(indexed.hashes)
+        conversation = indexed.run.conversation_id
+        if conversation is not None:
+            held = seen.setdefault(conversation, set())
+            if inherit:
+                own_id = indexed.run.token
+                while first < len(indexed.messages):
+                    message = indexed.messages[first]
+                    if indexed.hashes[first] not in held or message.run_id == own_id:
+                        break
+                    first += 1
+            held.update(indexed.hashes)
         if first < len(indexed.messages):
             sections.append(Section(indexed, first, len(sections)))
     return sections

@@ -50,7 +50,7 @@ from pydantic_ai.messages import (
 )
 
 from ..compaction import is_compaction_marker, is_marker_part
-from ._artifacts import is_compaction_receipt, is_summary_artifact
+from ..compaction._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
 
 __all__ = (

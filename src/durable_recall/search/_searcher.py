@@ -1,8 +1,11 @@
 """One search, from a request to the answer string: scope, corpus, ranking, excerpts.
 
 Engine-neutral: the capability decides where this runs (inline, a Temporal activity, a DBOS step).
-The searcher keeps each run's tokenized record between searches and asks the source for a run's
-record every time, which a caching source answers by reading only snapshots saved since.
+
+Over a [`SnapshotHistorySource`][durable_recall.SnapshotHistorySource] the searcher ranks from the
+store's persistent index ([`IndexedCorpus`][durable_recall.search._indexed.IndexedCorpus]): a
+cold process reads postings, not snapshots. Over any other `HistorySource` it keeps each run's
+tokenized record in memory between searches and asks the source for a run's record every time.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from typing import Literal, TypeAlias, cast
 import anyio
 
 from .._errors import CorruptSnapshotError
-from ..history import HistorySource
+from ..history import HistorySource, SnapshotHistorySource
 from . import _answer
 from ._bm25 import Bm25Params
 from ._corpus import Filters, Hit, IndexedRun, Role, Section, build_sections, message_time, rank_sections
+from ._indexed import IndexedCorpus
 from ._tokenize import tokenize
 
 __all__ = ('Order', 'Outcome', 'SearchRequest', 'SearchScope', 'Searcher')
@@ -109,6 +113,11 @@ class Searcher:
     max_indexed_runs: int = 4096
     _indexed: OrderedDict[str, IndexedRun] = field(default_factory=OrderedDict[str, IndexedRun], repr=False)
     _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
+    _corpus: IndexedCorpus | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.source, SnapshotHistorySource):
+            self._corpus = IndexedCorpus(self.source.store)
 
     async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
         """Answer one tool call; every expected outcome is a string, never an exception."""
@@ -127,6 +136,8 @@ class Searcher:
         problem = _check_request(request)
         if problem is not None:
             return Outcome(fixed=problem)
+        if self._corpus is not None:
+            return await self._rank_indexed(self._corpus, request, query, scope=scope, conversation_id=conversation_id)
         runs = await self.source.list_runs(conversation_id=conversation_id if scope == 'conversation' else None)
         if request.run_id is not None:
             runs = [run for run in runs if run.run_id == request.run_id]
@@ -148,6 +159,53 @@ class Searcher:
             return Outcome(fixed=_answer.no_matches(query, total), unreadable=unreadable)
         chosen = _distinct(_order(hits, cast(Order, request.order)), self.max_matches, self.context_lines)
         return Outcome(query=query, total=total, hits=chosen, terms=terms, rarity=rarity, unreadable=unreadable)
+
+    async def _rank_indexed(
+        self,
+        corpus: IndexedCorpus,
+        request: SearchRequest,
+        query: str,
+        *,
+        scope: SearchScope,
+        conversation_id: str | None,
+    ) -> Outcome:
+        all_scopes = scope == 'all'
+        terms = list(dict.fromkeys(tokenize(query)))[:_MAX_QUERY_TERMS]
+        async with self._lock:
+            problems = await corpus.refresh(conversation_id, all_scopes=all_scopes)
+            ranked = await corpus.rank(
+                terms,
+                self.params,
+                _filters(request),
+                conversation_id=conversation_id,
+                all_scopes=all_scopes,
+                run_id=request.run_id,
+            )
+            unreadable = [
+                f'run {_answer.echo(error.run_id)}, snapshot {error.index} ({error.reason})' for error in problems
+            ]
+            if request.run_id is not None and (not ranked.known_run or ranked.total == 0):
+                return Outcome(fixed=_answer.no_run(request.run_id), unreadable=unreadable)
+            if ranked.total == 0:
+                empty = _answer.empty_conversation() if scope == 'conversation' else _answer.empty_store()
+                return Outcome(fixed=empty, unreadable=unreadable)
+            if not terms:
+                return Outcome(fixed=_answer.no_terms(query), unreadable=unreadable)
+            if not ranked.hits:
+                return Outcome(fixed=_answer.no_matches(query, ranked.total), unreadable=unreadable)
+            hits = ranked.hits
+            if request.order != 'relevance':
+                times = await corpus.times(hits)
+                hits = sorted(
+                    hits,
+                    key=lambda hit: times[hit.section.indexed.run.run_id, hit.position],
+                    reverse=request.order == 'newest',
+                )
+            chosen = _distinct(hits, self.max_matches, self.context_lines)
+            chosen = await corpus.load_windows(chosen, self.context_lines)
+        return Outcome(
+            query=query, total=ranked.total, hits=chosen, terms=terms, rarity=ranked.rarity, unreadable=unreadable
+        )
 
     async def _index(self, run_ids: list[str]) -> tuple[list[IndexedRun], list[str]]:
         indexed: list[IndexedRun] = []

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import anyio
+from pydantic_ai.messages import ModelMessage
 
 from .._codec import MessageDecodeError, load_messages
 from .._errors import CorruptSnapshotError, RunIdConflictError, SnapshotChainError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta, SnapshotState
 from ._chain import LogRange, inline_base, resolve_delta
+from ._memory_index import MemoryIndex
+from ._rows import format_timestamp
 
 __all__ = ('InMemoryStepStore',)
 
@@ -40,6 +44,7 @@ class InMemoryStepStore:
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}
         self._lock = anyio.Lock()
+        self._index = MemoryIndex(self._run_order)
 
     def __repr__(self) -> str:
         return f'InMemoryStepStore(runs={len(self._runs)})'
@@ -92,6 +97,7 @@ class InMemoryStepStore:
             run.snapshots.append(
                 _StoredSnapshot(delta.index, delta.step_index, delta.state, datetime.now(UTC), resolved.ranges)
             )
+            self._index.mark_pending(delta.run_id, run.record.conversation_id, delta.index)
             return True
 
     async def list_snapshots(
@@ -120,10 +126,29 @@ class InMemoryStepStore:
             doomed = [rid for rid, run in self._runs.items() if run.record.conversation_id == conversation_id]
             for run_id in doomed:
                 del self._runs[run_id]
+            self._index.forget(conversation_id, doomed)
             return len(doomed)
+
+    async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
+        run = self._runs.get(run_id)
+        if run is None:
+            return {}
+        wanted = sorted({seq for seq in seqs if 0 <= seq < len(run.log)})
+        try:
+            messages = load_messages([run.log[seq] for seq in wanted])
+        except MessageDecodeError as error:
+            raise CorruptSnapshotError(run_id, -1, str(error)) from error
+        return dict(zip(wanted, messages, strict=True))
+
+    def index_storage(self) -> MemoryIndex:
+        return self._index
 
     async def aclose(self) -> None:
         return None
+
+    def _run_order(self, run_id: str) -> tuple[str, str] | None:
+        run = self._runs.get(run_id)
+        return None if run is None else (format_timestamp(run.record.started_at), run_id)
 
     def _bodies(self, run_id: str, index: int | None) -> list[str] | None:
         run = self._runs.get(run_id)
@@ -144,4 +169,5 @@ class InMemoryStepStore:
             state=stored.state,
             saved_at=stored.saved_at,
             messages=messages,
+            seqs=[seq for first, end in stored.ranges for seq in range(first, end)],
         )

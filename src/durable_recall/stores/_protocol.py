@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from pydantic_ai.messages import ModelMessage
+
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ..index._storage import IndexStorage
 
 __all__ = ('StepStore',)
 
@@ -74,8 +78,20 @@ class StepStore(Protocol):
         """The newest snapshot of a run, or `None`."""
         ...
 
+    async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
+        """Messages of a run's log by log number (`Snapshot.seqs`); numbers not stored are left out.
+
+        Raises:
+            CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).
+        """
+        ...
+
     async def delete_conversation(self, conversation_id: str) -> int:
-        """Delete every run of a conversation with its snapshots and messages; returns the run count."""
+        """Delete every run of a conversation with its snapshots, messages and index; returns the run count."""
+        ...
+
+    def index_storage(self) -> IndexStorage:
+        """The store's half of the persistent search index (same database, same connection)."""
         ...
 
     async def aclose(self) -> None:

@@ -1,0 +1,241 @@
+"""Catch-up: fold the snapshots a run saved since it was last indexed, and index what changed.
+
+Each run's index row keeps the record builder's resumable state and the last snapshot read, so
+catching up reads only the new snapshots (plus the few stored messages the state names), and each
+record message is tokenized once: when it is appended, or again only if a different stored copy
+replaces it with different text. A run's catch-up is one transaction; two processes catching up
+the same run race on its `seen` watermark and the loser reads again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic_ai.messages import ModelMessage
+
+from .._errors import CorruptSnapshotError
+from .._records import RunRecord
+from ..history import FoldState, RecordBuilder
+from ..search._corpus import message_role
+from ..search._render import index_text
+from ..search._tokenize import tokenize
+from ..stores._protocol import StepStore
+from ._layout import (
+    decode_floats,
+    decode_ints,
+    decode_postings,
+    encode_floats,
+    encode_ints,
+    encode_postings,
+    encode_roles,
+)
+from ._storage import IndexedRunRow, IndexStorage, RunCommit, StaleIndexError
+
+__all__ = ('Indexer', 'hash_key', 'record_text_terms')
+
+_RETRIES = 8
+
+
+def record_text_terms(message: ModelMessage) -> list[str]:
+    """The terms a record message is indexed under (the search tool's own traffic excluded)."""
+    return tokenize(index_text(message))
+
+
+def hash_key(digest: str) -> bytes:
+    """The stored form of a content hash for the inheritance check: its first 16 bytes."""
+    return bytes.fromhex(digest)[:16]
+
+
+@dataclass
+class _Arrays:
+    lengths: list[int]
+    seqs: list[int]
+    roles: bytearray
+    times: list[float]
+
+    @classmethod
+    def of(cls, row: IndexedRunRow | None) -> _Arrays:
+        if row is None:
+            return cls([], [], bytearray(), [])
+        return cls(
+            list(decode_ints(row.lengths)),
+            list(decode_ints(row.seqs)),
+            bytearray(row.roles),
+            list(decode_floats(row.times)),
+        )
+
+
+class Indexer:
+    """Brings a store's index up to date with its snapshots, run by run."""
+
+    def __init__(self, store: StepStore) -> None:
+        self._store = store
+        self._storage: IndexStorage = store.index_storage()
+
+    @property
+    def storage(self) -> IndexStorage:
+        """The store's index tables."""
+        return self._storage
+
+    async def catch_up(self, run_ids: Iterable[str]) -> list[CorruptSnapshotError]:
+        """Index the new snapshots of these runs (oldest first, so inheritance sees earlier runs).
+
+        Returns:
+            The corruption errors of runs that could not be read; their index stays at the last
+            snapshot that could, and they are retried on the next catch-up.
+        """
+        problems: list[CorruptSnapshotError] = []
+        for run_id in run_ids:
+            for attempt in range(_RETRIES):
+                try:
+                    await self._catch_up_run(run_id)
+                    break
+                except StaleIndexError:
+                    if attempt == _RETRIES - 1:
+                        raise
+                except CorruptSnapshotError as error:
+                    problems.append(error)
+                    break
+        return problems
+
+    async def _catch_up_run(self, run_id: str) -> None:
+        run = await self._store.get_run(run_id)
+        if run is None:
+            return
+        row = (await self._storage.load_runs([run_id])).get(run_id)
+        seen = row.seen if row is not None else -1
+        snapshots = await self._store.list_snapshots(run_id, include_interrupted=True, after=seen)
+        arrays = _Arrays.of(row)
+        builder = await self._builder(run_id, row, arrays)
+        old_size = len(arrays.lengths)
+        upto = seen
+        for snapshot in snapshots:
+            upto = max(upto, snapshot.index)
+            if snapshot.state == 'complete':
+                builder.fold(snapshot.messages, snapshot.seqs)
+        changes = builder.take_changes()
+        first = row.first if row is not None else 0
+        old_own = _own(arrays, first)
+        replaced: dict[int, Counter[str]] = {}
+        affected: set[str] = set()
+        added: dict[str, list[tuple[int, int]]] = {}
+        hashes: list[bytes] = []
+        for position in sorted(changes):
+            message = builder.message(position)
+            terms = Counter(record_text_terms(message))
+            _put(arrays, position, terms.total(), builder.seq(position), message, run)
+            if position < old_size:
+                previous = changes[position]
+                before = Counter(record_text_terms(previous)) if previous is not None else Counter[str]()
+                if before != terms:
+                    replaced[position] = terms
+                    affected.update(before, terms)
+                continue
+            hashes.append(hash_key(builder.hash(position)))
+            for term, count in terms.items():
+                added.setdefault(term, []).append((position, count))
+        if run.conversation_id is not None and first == old_size and len(arrays.lengths) > old_size:
+            first = await self._inherited_prefix(run, builder, first)
+        postings_set = await self._rewritten(run, affected, replaced, added) if replaced else {}
+        for term in postings_set:
+            added.pop(term, None)
+        own = _own(arrays, first)
+        await self._storage.commit(
+            RunCommit(
+                run_id=run_id,
+                conversation_id=run.conversation_id,
+                started_at=run.started_at.isoformat(timespec='microseconds'),
+                expected_seen=row.seen if row is not None else -2,
+                seen=upto,
+                upto=upto,
+                first=first,
+                lengths=encode_ints(arrays.lengths),
+                seqs=encode_ints(arrays.seqs),
+                roles=bytes(arrays.roles),
+                times=encode_floats(arrays.times),
+                state=builder.state.to_json() if len(builder) or snapshots else (row.state if row else ''),
+                postings_add={term: encode_postings(pairs) for term, pairs in added.items()},
+                postings_set=postings_set,
+                hashes=hashes,
+                docs_delta=own[0] - old_own[0],
+                length_delta=own[1] - old_own[1],
+            )
+        )
+
+    async def _builder(self, run_id: str, row: IndexedRunRow | None, arrays: _Arrays) -> RecordBuilder:
+        if row is None or not row.state:
+            return RecordBuilder(track_changes=True)
+        try:
+            state = FoldState.from_json(row.state)
+        except ValueError as error:
+            raise CorruptSnapshotError(run_id, row.seen, f'the index state does not read ({error})') from error
+        previous, positions = state.needed()
+        wanted = [*previous, *(arrays.seqs[position] for position in positions)]
+        loaded = await self._store.read_messages(run_id, wanted)
+        missing = [seq for seq in wanted if seq not in loaded]
+        if missing:
+            raise CorruptSnapshotError(run_id, row.seen, f'message log entries {missing[:5]} are missing')
+        return RecordBuilder.resume(state, loaded, {p: loaded[arrays.seqs[p]] for p in positions})
+
+    async def _inherited_prefix(self, run: RunRecord, builder: RecordBuilder, first: int) -> int:
+        """Extend the run's inherited prefix over leading messages an earlier run of the conversation holds."""
+        assert run.conversation_id is not None
+        candidates = [hash_key(builder.hash(position)) for position in range(first, len(builder))]
+        held = await self._storage.inherited(run.conversation_id, candidates, exclude_run_id=run.run_id)
+        while first < len(builder):
+            message = builder.message(first)
+            if hash_key(builder.hash(first)) not in held or message.run_id == run.token:
+                break
+            first += 1
+        return first
+
+    async def _rewritten(
+        self,
+        run: RunRecord,
+        terms: set[str],
+        replaced: dict[int, Counter[str]],
+        added: dict[str, list[tuple[int, int]]],
+    ) -> dict[str, bytes]:
+        """Whole new postings of the terms an earlier, re-indexed position had or has."""
+        rows = await self._storage.postings(sorted(terms), run.conversation_id, all_scopes=run.conversation_id is None)
+        own = (await self._storage.load_runs([run.run_id])).get(run.run_id)
+        run_key = own.run_key if own is not None else None
+        out: dict[str, bytes] = {}
+        for term in terms:
+            pairs: dict[int, int] = {}
+            for found in rows.get(term, []):
+                if found.run_key == run_key:
+                    positions, tfs = decode_postings(found.postings)
+                    pairs.update(zip(positions, tfs, strict=True))
+            for position in replaced:
+                pairs.pop(position, None)
+                count = replaced[position].get(term, 0)
+                if count:
+                    pairs[position] = count
+            pairs.update(added.get(term, []))
+            out[term] = encode_postings(sorted(pairs.items()))
+        return out
+
+
+def _put(arrays: _Arrays, position: int, length: int, seq: int, message: ModelMessage, run: RunRecord) -> None:
+    """Set (or append) a position's length, log number, role and time."""
+    role = encode_roles([message_role(message)])[0]
+    moment = (message.timestamp or run.started_at).timestamp()
+    values = (length, seq, role, moment)
+    if position == len(arrays.lengths):
+        arrays.lengths.append(values[0])
+        arrays.seqs.append(max(values[1], 0))
+        arrays.roles.append(values[2])
+        arrays.times.append(values[3])
+    else:
+        arrays.lengths[position] = values[0]
+        arrays.seqs[position] = max(values[1], 0)
+        arrays.roles[position] = values[2]
+        arrays.times[position] = values[3]
+
+
+def _own(arrays: _Arrays, first: int) -> tuple[int, int]:
+    """The run's searchable documents and their total length (positions from `first` on)."""
+    return max(len(arrays.lengths) - first, 0), sum(arrays.lengths[first:])

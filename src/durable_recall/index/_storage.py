@@ -1,0 +1,177 @@
+"""The index's storage seam: what a store keeps of the search index, and how it changes.
+
+The index is derived data kept beside the snapshots, in the same database, so that a process
+that starts cold answers from it instead of re-reading snapshots. It is written by catch-up
+([`Indexer`][durable_recall.index.Indexer]): a store only marks which runs got snapshots since
+they were indexed (`pending`), and applies each run's catch-up as one transaction.
+
+Identifiers:
+
+* a *scope key* is a small integer per conversation id (key 0 is every run without one); it
+  keeps conversation ids out of the postings rows;
+* a *run key* is a small integer per indexed run;
+* a *document* is one position of one run's record.
+
+Postings are kept per `(term, scope key, run key)`: the run's positions holding the term, with
+their term frequency, as a blob ([`encode_postings`][durable_recall.index._layout.encode_postings]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+__all__ = (
+    'IndexStorage',
+    'IndexedRunRow',
+    'PostingsRow',
+    'RunCommit',
+    'ScopeStatus',
+    'StaleIndexError',
+)
+
+
+class StaleIndexError(Exception):
+    """A run's catch-up lost a race: another process indexed the run first; read it again."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScopeStatus:
+    """Where a scope's index stands.
+
+    Attributes:
+        generation: Changes whenever any run in the scope is (re)indexed or deleted; equal
+            generations mean a reader's cached statistics and postings are still exact.
+        pending: Runs in the scope (run ids, oldest first) that hold snapshots the index has
+            not read yet.
+        docs: Searchable documents in the scope (positions at or after each run's `first`).
+        length: Their total length in tokens.
+    """
+
+    generation: str
+    pending: list[str]
+    docs: int
+    length: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexedRunRow:
+    """One run as the index holds it.
+
+    Attributes:
+        run_key: The run's key in postings rows.
+        run_id: The run id.
+        scope_key: The run's conversation's key.
+        seen: The last snapshot index catch-up has read (complete or not); -1 for none.
+        first: Leading record positions inherited from an earlier run of the conversation.
+        lengths: Token count per record position.
+        seqs: The run's message-log number per record position (where its body is).
+        roles: Role code per record position (see `_layout.ROLE_CODES`).
+        times: Message time per record position, as POSIX seconds; NaN for the run's start.
+        state: The record builder's resumable state, as JSON text (empty before the first fold).
+    """
+
+    run_key: int
+    run_id: str
+    scope_key: int
+    seen: int
+    first: int
+    lengths: bytes
+    seqs: bytes
+    roles: bytes
+    times: bytes
+    state: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostingsRow:
+    """One run's postings of one term."""
+
+    run_key: int
+    postings: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunCommit:
+    """One run's catch-up, applied atomically by `IndexStorage.commit`.
+
+    Attributes:
+        run_id: The run.
+        conversation_id: Its conversation (`None` for none).
+        started_at: The run's start, as sortable text, for scope listing order.
+        expected_seen: The `seen` the catch-up started from (-2 for a run not yet indexed); the
+            commit raises `StaleIndexError` when the stored value differs.
+        seen: The new `seen`.
+        upto: The last snapshot index the catch-up read; the run's pending mark is cleared when
+            nothing was saved after it.
+        first: As in `IndexedRunRow`.
+        lengths, seqs, roles, times: The run's whole per-position arrays, as in `IndexedRunRow`.
+        state: The builder state to resume from.
+        postings_add: Term -> postings to append to the run's row of that term (positions
+            greater than any the row holds).
+        postings_set: Term -> the run's whole new postings for that term (empty: delete the row),
+            for terms whose earlier positions changed.
+        hashes: Content hashes (raw bytes) of the record positions added, for the inheritance
+            check of later runs.
+        docs_delta: Change in the scope's searchable documents.
+        length_delta: Change in the scope's total searchable length.
+    """
+
+    run_id: str
+    conversation_id: str | None
+    started_at: str
+    expected_seen: int
+    seen: int
+    upto: int
+    first: int
+    lengths: bytes
+    seqs: bytes
+    roles: bytes
+    times: bytes
+    state: str
+    postings_add: Mapping[str, bytes] = field(default_factory=dict[str, bytes])
+    postings_set: Mapping[str, bytes] = field(default_factory=dict[str, bytes])
+    hashes: Sequence[bytes] = ()
+    docs_delta: int = 0
+    length_delta: int = 0
+
+
+@runtime_checkable
+class IndexStorage(Protocol):
+    """A store's half of the persistent index (see the module docstring)."""
+
+    async def status(self, conversation_id: str | None, *, all_scopes: bool) -> ScopeStatus:
+        """The scope's generation, pending runs and statistics, read in one consistent view.
+
+        Args:
+            conversation_id: The conversation (ignored when `all_scopes`).
+            all_scopes: The whole store: every conversation and every run without one.
+        """
+        ...
+
+    async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
+        """The index rows of these runs (runs never indexed are left out)."""
+        ...
+
+    async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
+        """Every indexed run of the scope, oldest first; `state`, `seqs`, `roles`, `times` may be empty."""
+        ...
+
+    async def postings(
+        self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
+    ) -> dict[str, list[PostingsRow]]:
+        """Each term's postings rows in the scope (terms without any are left out)."""
+        ...
+
+    async def inherited(self, conversation_id: str, hashes: Sequence[bytes], *, exclude_run_id: str) -> set[bytes]:
+        """Which of `hashes` a run of the conversation other than `exclude_run_id` holds."""
+        ...
+
+    async def commit(self, change: RunCommit) -> None:
+        """Apply one run's catch-up in one transaction.
+
+        Raises:
+            StaleIndexError: The run's stored `seen` is not `change.expected_seen`.
+        """
+        ...

@@ -1,0 +1,304 @@
+"""Ranking from the store's persistent index: statistics and postings, never snapshots.
+
+A search first asks the store where the scope's index stands (one small read); if runs saved
+snapshots since they were indexed, it catches them up (reading only those snapshots). It then
+reads the postings of the query's terms and scores them with the same BM25 arithmetic as the
+in-memory corpus, over the same documents, so both rank alike. Only the messages the answer shows
+are read back from the store.
+
+What a process keeps between searches is tagged with the scope's generation: while no run of the
+scope is indexed again, a warm search reads nothing but the generation and the postings of terms
+it has not seen yet.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import overload
+
+from pydantic_ai.messages import ModelMessage
+
+from .._errors import CorruptSnapshotError
+from .._records import RunRecord
+from ..history import strip_artifacts
+from ..index._indexer import Indexer
+from ..index._layout import ROLE_NAMES, decode_floats, decode_ints, decode_postings
+from ..index._storage import IndexedRunRow
+from ..stores._protocol import StepStore
+from ._bm25 import Bm25Params, idf
+from ._corpus import Filters, Hit, IndexedRun, Section
+
+__all__ = ('IndexedCorpus', 'Ranked')
+
+_ALL = object()
+
+
+@dataclass(frozen=True, eq=False)
+class _Run:
+    run_key: int
+    run_id: str
+    order: int
+    first: int
+    lengths: Sequence[int]
+
+
+@dataclass
+class _Scope:
+    generation: str
+    runs: dict[int, _Run]
+    by_id: dict[str, _Run]
+    docs: int
+    length: int
+    terms: OrderedDict[str, list[tuple[_Run, Sequence[int], Sequence[int]]]] = field(
+        default_factory=OrderedDict[str, list[tuple[_Run, Sequence[int], Sequence[int]]]]
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ranked:
+    """The scored matches of one search, before windows and excerpts.
+
+    Attributes:
+        total: Documents searched.
+        hits: Hits best first (or in the requested order), each with its section and the
+            messages its window shows loaded.
+        rarity: Each query term's idf.
+        unreadable: Runs whose snapshots could not be read, as `(run id, snapshot, reason)`.
+        known_run: For a `run_id` search, whether the scope holds the run.
+    """
+
+    total: int
+    hits: list[Hit]
+    rarity: Mapping[str, float]
+    unreadable: list[CorruptSnapshotError]
+    known_run: bool = True
+
+
+class IndexedCorpus:
+    """Searches a store through its persistent index, keeping decoded postings per scope generation."""
+
+    def __init__(self, store: StepStore, *, max_cached_terms: int = 4096, max_cached_scopes: int = 64) -> None:
+        self._store = store
+        self._indexer = Indexer(store)
+        self._storage = self._indexer.storage
+        self._scopes: OrderedDict[object, _Scope] = OrderedDict()
+        self._max_terms = max_cached_terms
+        self._max_scopes = max_cached_scopes
+
+    async def refresh(self, conversation_id: str | None, *, all_scopes: bool) -> list[CorruptSnapshotError]:
+        """Catch the scope's index up with its snapshots; returns the runs that could not be read."""
+        status = await self._storage.status(conversation_id, all_scopes=all_scopes)
+        problems: list[CorruptSnapshotError] = []
+        if status.pending:
+            problems = await self._indexer.catch_up(status.pending)
+            status = await self._storage.status(conversation_id, all_scopes=all_scopes)
+        key = _ALL if all_scopes else conversation_id
+        cached = self._scopes.get(key)
+        if cached is None or cached.generation != status.generation:
+            rows = await self._storage.scope_runs(conversation_id, all_scopes=all_scopes)
+            self._scopes[key] = _load_scope(status.generation, rows)
+        self._scopes.move_to_end(key)
+        while len(self._scopes) > self._max_scopes:
+            self._scopes.popitem(last=False)
+        return problems
+
+    async def rank(
+        self,
+        terms: Sequence[str],
+        params: Bm25Params,
+        filters: Filters,
+        *,
+        conversation_id: str | None,
+        all_scopes: bool,
+        run_id: str | None,
+    ) -> Ranked:
+        """Exact BM25 over the scope's documents (or one run's whole record, for `run_id`).
+
+        Call `refresh` first: this ranks what the index held then.
+        """
+        scope = self._scopes[_ALL if all_scopes else conversation_id]
+        only: _Run | None = None
+        if run_id is not None:
+            only = scope.by_id.get(run_id)
+            if only is None or not only.lengths:
+                return Ranked(total=0, hits=[], rarity={}, unreadable=[], known_run=only is not None)
+            total, length = len(only.lengths), sum(only.lengths)
+        else:
+            total, length = scope.docs, scope.length
+        if total == 0:
+            return Ranked(total=0, hits=[], rarity={}, unreadable=[])
+        postings = await self._postings(scope, terms, conversation_id, all_scopes=all_scopes)
+        avgdl = length / total
+        k1, b = params.k1, params.b
+        rarity: dict[str, float] = {}
+        scores: dict[tuple[_Run, int], float] = {}
+        for term in dict.fromkeys(terms):
+            matches: list[tuple[_Run, Sequence[int], Sequence[int], int, int]] = []
+            df = 0
+            for run, positions, tfs in postings.get(term, ()):
+                if only is not None and run is not only:
+                    continue
+                start = 0 if only is not None else bisect_left(positions, run.first)
+                end = bisect_left(positions, len(run.lengths))
+                if start < end:
+                    matches.append((run, positions, tfs, start, end))
+                    df += end - start
+            term_idf = idf(total, df)
+            rarity[term] = term_idf
+            if avgdl <= 0:
+                continue
+            for run, positions, tfs, start, end in matches:
+                lengths = run.lengths
+                for index in range(start, end):
+                    tf, dl = tfs[index], lengths[positions[index]]
+                    if tf <= 0 or dl <= 0:
+                        continue
+                    gain = term_idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+                    if gain > 0:
+                        key = (run, positions[index])
+                        scores[key] = scores.get(key, 0.0) + gain
+        ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0][0].order, item[0][1]))
+        if filters.roles is not None or filters.since is not None or filters.until is not None:
+            ordered = await self._filtered(ordered, filters)
+        hits = [Hit(_section(run, only is not None), position, score) for (run, position), score in ordered]
+        return Ranked(total=total, hits=hits, rarity=rarity, unreadable=[])
+
+    async def times(self, hits: Sequence[Hit]) -> dict[tuple[str, int], float]:
+        """Each hit's message time (POSIX seconds), for newest/oldest order."""
+        rows = await self._storage.load_runs(sorted({hit.section.indexed.run.run_id for hit in hits}))
+        times = {run_id: decode_floats(row.times) for run_id, row in rows.items()}
+        out: dict[tuple[str, int], float] = {}
+        for hit in hits:
+            run_id = hit.section.indexed.run.run_id
+            out[run_id, hit.position] = times[run_id][hit.position] if run_id in times else 0.0
+        return out
+
+    async def load_windows(self, hits: Sequence[Hit], context_lines: int) -> list[Hit]:
+        """The hits with their run records and the messages their windows show, read from the store."""
+        wanted: dict[str, set[int]] = {}
+        for hit in hits:
+            section = hit.section
+            size = len(section.indexed.messages)
+            start = max(section.first, hit.position - context_lines)
+            end = min(size, hit.position + context_lines + 1)
+            wanted.setdefault(section.indexed.run.run_id, set()).update(range(start, end))
+        rows = await self._storage.load_runs(sorted(wanted))
+        loaded: dict[str, IndexedRun] = {}
+        for run_id, positions in wanted.items():
+            record = await self._store.get_run(run_id)
+            row = rows.get(run_id)
+            if record is None or row is None:
+                continue
+            seqs = decode_ints(row.seqs)
+            by_seq = await self._store.read_messages(run_id, [seqs[p] for p in positions])
+            messages = {p: _shown(by_seq[seqs[p]]) for p in positions if seqs[p] in by_seq}
+            loaded[run_id] = IndexedRun(record, row.seen, _Window(len(seqs), messages), (), [], {})
+        out: list[Hit] = []
+        for hit in hits:
+            indexed = loaded.get(hit.section.indexed.run.run_id)
+            if indexed is None:
+                continue
+            out.append(Hit(Section(indexed, hit.section.first, hit.section.order), hit.position, hit.score))
+        return out
+
+    async def _postings(
+        self, scope: _Scope, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
+    ) -> dict[str, list[tuple[_Run, Sequence[int], Sequence[int]]]]:
+        missing = [term for term in dict.fromkeys(terms) if term not in scope.terms]
+        if missing:
+            found = await self._storage.postings(missing, conversation_id, all_scopes=all_scopes)
+            for term in missing:
+                decoded: list[tuple[_Run, Sequence[int], Sequence[int]]] = []
+                for row in found.get(term, ()):
+                    run = scope.runs.get(row.run_key)
+                    if run is not None:  # indexed after this scope was loaded: next generation
+                        positions, tfs = decode_postings(row.postings)
+                        decoded.append((run, positions, tfs))
+                scope.terms[term] = decoded
+        out = {term: scope.terms[term] for term in terms}
+        for term in terms:
+            scope.terms.move_to_end(term)
+        while len(scope.terms) > self._max_terms:
+            scope.terms.popitem(last=False)
+        return out
+
+    async def _filtered(
+        self, ordered: list[tuple[tuple[_Run, int], float]], filters: Filters
+    ) -> list[tuple[tuple[_Run, int], float]]:
+        runs = sorted({run.run_id for (run, _), _ in ordered})
+        rows = await self._storage.load_runs(runs)
+        roles = {run_id: row.roles for run_id, row in rows.items()}
+        times = {run_id: decode_floats(row.times) for run_id, row in rows.items()}
+        since = filters.since.timestamp() if filters.since is not None else None
+        until = filters.until.timestamp() if filters.until is not None else None
+        kept: list[tuple[tuple[_Run, int], float]] = []
+        for (run, position), score in ordered:
+            if run.run_id not in rows:
+                continue
+            if filters.roles is not None and ROLE_NAMES[roles[run.run_id][position]] not in filters.roles:
+                continue
+            moment = times[run.run_id][position]
+            if since is not None and moment < since:
+                continue
+            if until is not None and moment > until:
+                continue
+            kept.append(((run, position), score))
+        return kept
+
+
+class _Window(Sequence[ModelMessage]):
+    """A run's record as far as one answer needs it: its length, and the messages its windows show."""
+
+    def __init__(self, size: int, messages: Mapping[int, ModelMessage]) -> None:
+        self._size = size
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> ModelMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ModelMessage]: ...
+    def __getitem__(self, index: int | slice) -> ModelMessage | Sequence[ModelMessage]:
+        if isinstance(index, slice):
+            return [self._messages[position] for position in range(*index.indices(self._size))]
+        return self._messages[index]
+
+    def __iter__(self) -> Iterator[ModelMessage]:
+        return (self._messages[position] for position in range(self._size))
+
+
+def _shown(message: ModelMessage) -> ModelMessage:
+    return strip_artifacts(message) or message
+
+
+_UNREAD = datetime.fromtimestamp(0, UTC)
+
+
+def _section(run: _Run, whole: bool) -> Section:
+    """A section standing for an indexed run before its record is read: its id, size and first only.
+
+    `load_windows` replaces it with the run's record and the messages its hits show.
+    """
+    record = RunRecord(run_id=run.run_id, conversation_id=None, started_at=_UNREAD, token='')
+    return Section(
+        IndexedRun(record, -1, _Window(len(run.lengths), {}), (), [], {}), 0 if whole else run.first, run.order
+    )
+
+
+def _load_scope(generation: str, rows: Sequence[IndexedRunRow]) -> _Scope:
+    runs: dict[int, _Run] = {}
+    by_id: dict[str, _Run] = {}
+    docs = length = 0
+    for order, row in enumerate(rows):
+        lengths = decode_ints(row.lengths)
+        run = _Run(row.run_key, row.run_id, order, row.first, lengths)
+        runs[row.run_key] = by_id[row.run_id] = run
+        docs += max(len(lengths) - row.first, 0)
+        length += sum(lengths[row.first :])
+    return _Scope(generation, runs, by_id, docs, length)
