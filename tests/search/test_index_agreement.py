@@ -1,0 +1,141 @@
+"""The persistent index answers exactly as the in-memory corpus over the same records, on every store.
+
+Realistic histories (the benchmark generator: tool calls, code, logs, paths, runs threaded through
+`message_history`, sliding-window compaction) are written as `StepPersistence` writes them. The same
+queries then go to a `ConversationSearch` over `SnapshotHistorySource` (the index) and to one over
+a plain wrapper of the same source (the in-memory corpus, rebuilt from snapshots): answers must be
+identical, character for character, whatever the scope, filters and order, after catching up in
+one go or a bit at a time, in a warm process or a cold one, and after a conversation is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks._script import generate_conversation, make_queries
+from benchmarks.histories import write_conversation
+from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource
+from durable_recall.history import RunHistory
+from durable_recall.search import SearchRequest
+from durable_recall.stores import StepStore
+
+from ._stub import context
+
+pytestmark = pytest.mark.anyio
+
+
+class Plain:
+    """A `HistorySource` that is not a `SnapshotHistorySource`: search keeps its corpus in memory."""
+
+    def __init__(self, store: StepStore) -> None:
+        self._inner = SnapshotHistorySource(store)
+
+    async def list_runs(self, *, conversation_id: str | None = None) -> list[RunRecord]:
+        return await self._inner.list_runs(conversation_id=conversation_id)
+
+    async def run_history(self, run_id: str) -> RunHistory | None:
+        return await self._inner.run_history(run_id)
+
+
+def requests(queries: list[str], run_id: str) -> list[SearchRequest]:
+    out = [SearchRequest(query=query) for query in queries]
+    out += [
+        SearchRequest(query=queries[0], run_id=run_id),
+        SearchRequest(query=queries[1], roles=['tool']),
+        SearchRequest(query=queries[2], roles=['user', 'assistant'], order='newest'),
+        SearchRequest(query=queries[3], order='oldest'),
+        SearchRequest(query=queries[1], since='2026-01-01T00:00:00Z'),
+        SearchRequest(query='', run_id=run_id),
+        SearchRequest(query='zzzz-not-anywhere'),
+        SearchRequest(query=queries[0], run_id='no-such-run'),
+    ]
+    return out
+
+
+async def agree(store: StepStore, conversation_id: str, asks: list[SearchRequest], **options: Any) -> list[str]:
+    """Ask both paths, assert equal answers; returns the index's answers."""
+    indexed = ConversationSearch(SnapshotHistorySource(store), **options)
+    plain = ConversationSearch(Plain(store), **options)
+    ctx = context(conversation_id=conversation_id)
+    answers: list[str] = []
+    for ask in asks:
+        expected = await plain.search(ctx, ask)
+        got = await indexed.search(ctx, ask)
+        assert got == expected, ask
+        answers.append(got)
+    return answers
+
+
+async def test_answers_equal_the_in_memory_corpus(store: StepStore) -> None:
+    first = generate_conversation(11, 160, conversation_id='c-one')
+    second = generate_conversation(12, 120, conversation_id='c-two')
+    for conversation in (first, second):
+        await write_conversation(store, conversation, window=12)
+    asks = requests(make_queries(first, 8, 11), first.runs[2].run_id)
+    answers = await agree(store, 'c-one', asks, scope='conversation', context_lines=2)
+    assert any(answer.startswith('10 matches') or 'matches for' in answer for answer in answers)
+    await agree(store, 'c-one', asks, scope='all', context_lines=0, max_matches=25)
+    await agree(store, 'c-two', requests(make_queries(second, 4, 12), second.runs[1].run_id), scope='conversation')
+
+
+async def test_catching_up_bit_by_bit_equals_catching_up_once(store: StepStore) -> None:
+    conversation = generate_conversation(21, 200, conversation_id='c-grow')
+    queries = make_queries(conversation, 6, 21)
+    warm = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    ctx = context(conversation_id='c-grow')
+    runs = conversation.runs
+    for end in (1, 3, len(runs) // 2, len(runs)):
+        await write_conversation(store, conversation.__class__(conversation.conversation_id, runs[:end]), window=10)
+        for query in queries:
+            plain = await ConversationSearch(Plain(store), scope='conversation').search(ctx, SearchRequest(query=query))
+            assert await warm.search(ctx, SearchRequest(query=query)) == plain
+    cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    for query in queries:
+        assert await cold.search(ctx, SearchRequest(query=query)) == await warm.search(ctx, SearchRequest(query=query))
+
+
+async def test_a_cold_process_reads_no_snapshot(store: StepStore) -> None:
+    conversation = generate_conversation(31, 120, conversation_id='c-cold')
+    await write_conversation(store, conversation, window=12)
+    ctx = context(conversation_id='c-cold')
+    query = make_queries(conversation, 1, 31)[0]
+    expected = await ConversationSearch(SnapshotHistorySource(store), scope='conversation').search(
+        ctx, SearchRequest(query=query)
+    )
+    reads: list[str] = []
+    original = store.list_snapshots
+
+    async def counting(run_id: str, **kwargs: Any) -> Any:
+        reads.append(run_id)
+        return await original(run_id, **kwargs)
+
+    store.list_snapshots = counting  # type: ignore[method-assign]
+    try:
+        cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+        assert await cold.search(ctx, SearchRequest(query=query)) == expected
+    finally:
+        del store.list_snapshots
+    assert reads == []
+
+
+async def test_deleting_a_conversation_removes_it_from_the_index(store: StepStore) -> None:
+    gone = generate_conversation(41, 80, conversation_id='c-gone')
+    kept = generate_conversation(42, 80, conversation_id='c-kept')
+    for conversation in (gone, kept):
+        await write_conversation(store, conversation, window=12)
+    query = make_queries(gone, 1, 41)[0]
+    search = ConversationSearch(SnapshotHistorySource(store), scope='all', max_matches=50)
+    before = await search.search(context(conversation_id='c-gone'), SearchRequest(query=query))
+    assert 'conversation: c-gone' in before
+    await store.delete_conversation('c-gone')
+    after = await search.search(context(conversation_id='c-gone'), SearchRequest(query=query))
+    assert 'c-gone' not in after
+    gone_scope = await ConversationSearch(SnapshotHistorySource(store), scope='conversation').search(
+        context(conversation_id='c-gone'), SearchRequest(query=query)
+    )
+    assert gone_scope == await ConversationSearch(Plain(store), scope='conversation').search(
+        context(conversation_id='c-gone'), SearchRequest(query=query)
+    )
+    await agree(store, 'c-kept', requests(make_queries(kept, 4, 42), kept.runs[0].run_id), scope='all')
