@@ -9,6 +9,7 @@ concatenation the database can do in place.
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
@@ -61,9 +62,14 @@ def decode_ints(data: bytes) -> array[int]:
     return packed
 
 
-def encode_postings(pairs: Iterable[tuple[int, int]]) -> bytes:
+_PAIR = struct.Struct('<II')
+
+
+def encode_postings(pairs: Sequence[tuple[int, int]]) -> bytes:
     """`(position, tf)` pairs, positions increasing."""
-    return encode_ints(value for pair in pairs for value in pair)
+    if len(pairs) == 1:
+        return _PAIR.pack(*pairs[0])
+    return b''.join([_PAIR.pack(position, tf) for position, tf in pairs])
 
 
 def decode_postings(data: bytes) -> tuple[Sequence[int], Sequence[int]]:

@@ -106,11 +106,12 @@ class InMemoryStepStore:
         run = self._runs.get(run_id)
         if run is None:
             return []
-        return [
-            self._decode(run, stored)
-            for stored in run.snapshots[max(after + 1, 0) :]
-            if include_interrupted or stored.state == 'complete'
+        chosen = [
+            stored for stored in run.snapshots[max(after + 1, 0) :] if include_interrupted or stored.state == 'complete'
         ]
+        # Each log entry is decoded once and shared by every snapshot that holds it.
+        decoded: dict[int, ModelMessage] = {}
+        return [self._decode(run, stored, decoded) for stored in chosen]
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         run = self._runs.get(run_id)
@@ -156,12 +157,15 @@ class InMemoryStepStore:
             return None
         return [body for first, end in run.snapshots[index].ranges for body in run.log[first:end]]
 
-    def _decode(self, run: _Run, stored: _StoredSnapshot) -> Snapshot:
-        bodies = [body for first, end in stored.ranges for body in run.log[first:end]]
+    def _decode(self, run: _Run, stored: _StoredSnapshot, decoded: dict[int, ModelMessage] | None = None) -> Snapshot:
+        decoded = {} if decoded is None else decoded
+        seqs = [seq for first, end in stored.ranges for seq in range(first, end)]
+        missing = [seq for seq in seqs if seq not in decoded]
         try:
-            messages = load_messages(bodies)
+            decoded.update(zip(missing, load_messages([run.log[seq] for seq in missing]), strict=True))
         except MessageDecodeError as error:
             raise CorruptSnapshotError(run.record.run_id, stored.index, str(error)) from error
+        messages = [decoded[seq] for seq in seqs]
         return Snapshot(
             run_id=run.record.run_id,
             index=stored.index,
@@ -169,5 +173,5 @@ class InMemoryStepStore:
             state=stored.state,
             saved_at=stored.saved_at,
             messages=messages,
-            seqs=[seq for first, end in stored.ranges for seq in range(first, end)],
+            seqs=seqs,
         )
