@@ -292,10 +292,15 @@ class RecordBuilder:
         marker = compaction_marker_count(snapshot[0]) if snapshot and has_compaction_marker(snapshot[0]) else None
         offset = 1 if snapshot and is_compaction_marker(snapshot[0]) else 0
         body: list[tuple[int, ModelMessage, int]] = []
+        # A log entry the last snapshot held was cleaned then: reuse it rather than scan its parts again.
+        known = {seen.seq: seen.message for seen in self._previous if seen.seq >= 0} if seqs else {}
         for position, message in enumerate(snapshot):
-            cleaned = strip_artifacts(message)
+            seq = seqs[position] if seqs else -1
+            cleaned = known.get(seq) if seq >= 0 else None
+            if cleaned is None:
+                cleaned = strip_artifacts(message)
             if cleaned is not None:
-                body.append((position - offset, cleaned, seqs[position] if seqs else -1))
+                body.append((position - offset, cleaned, seq))
         current = self._hashed(body)
         previous = self._previous
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
