@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore
+from durable_recall.stores._postgres_connect import TABLES
 
 
 @dataclass
@@ -45,7 +46,7 @@ class StoreKit:
 
     async def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """Run SQL against the store's tables; `{runs}`-style names, `?` placeholders."""
-        names = {name: f'dr_{name}' for name in ('meta', 'runs', 'messages', 'snapshots')}
+        names = {name: f'dr_{name}' for name in TABLES}
         if self.sqlite_path is not None:
             with closing(sqlite3.connect(self.sqlite_path, isolation_level=None)) as conn:
                 return conn.execute(sql.format(**names), params).fetchall()

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from benchmarks._script import generate_conversation, make_queries
 from benchmarks.histories import write_conversation
+
 from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource
 from durable_recall.history import RunHistory
 from durable_recall.search import SearchRequest
@@ -111,7 +111,7 @@ async def test_a_cold_process_reads_no_snapshot(store: StepStore) -> None:
         reads.append(run_id)
         return await original(run_id, **kwargs)
 
-    store.list_snapshots = counting  # type: ignore[method-assign]
+    store.list_snapshots = counting
     try:
         cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
         assert await cold.search(ctx, SearchRequest(query=query)) == expected

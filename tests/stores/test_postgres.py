@@ -13,6 +13,7 @@ from durable_recall import _errors
 from durable_recall._codec import dump_messages
 from durable_recall._records import SnapshotDelta
 from durable_recall.stores import PostgresStepStore
+from durable_recall.stores._migrations import SCHEMA_VERSION
 from durable_recall.stores._postgres_connect import redact_url
 
 from ._helpers import messages, registration, save_history
@@ -240,4 +241,17 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         cur = await conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name"
         )
-        assert await cur.fetchall() == [('dr_messages',), ('dr_meta',), ('dr_runs',), ('dr_snapshots',)]
+        assert await cur.fetchall() == [
+            ('dr_index_hashes',),
+            ('dr_index_runs',),
+            ('dr_index_scopes',),
+            ('dr_index_terms',),
+            ('dr_messages',),
+            ('dr_meta',),
+            ('dr_pending',),
+            ('dr_runs',),
+            ('dr_snapshots',),
+        ]
+        cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
+        assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
+        assert SCHEMA_VERSION == 2

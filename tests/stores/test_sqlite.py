@@ -77,7 +77,18 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {'dr_meta', 'dr_runs', 'dr_messages', 'dr_snapshots'}
+    assert SCHEMA_VERSION == 2
+    assert tables == {
+        'dr_meta',
+        'dr_runs',
+        'dr_messages',
+        'dr_snapshots',
+        'dr_pending',
+        'dr_index_scopes',
+        'dr_index_runs',
+        'dr_index_terms',
+        'dr_index_hashes',
+    }
 
 
 @pytest.mark.parametrize(('version', 'error'), [('99', 'schema version 99'), ('x', "version 'x'")])

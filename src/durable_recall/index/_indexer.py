@@ -22,6 +22,7 @@ from ..search._corpus import message_role
 from ..search._render import index_text
 from ..search._tokenize import tokenize
 from ..stores._protocol import StepStore
+from ..stores._rows import format_timestamp
 from ._layout import (
     decode_floats,
     decode_ints,
@@ -146,7 +147,7 @@ class Indexer:
             RunCommit(
                 run_id=run_id,
                 conversation_id=run.conversation_id,
-                started_at=run.started_at.isoformat(timespec='microseconds'),
+                started_at=format_timestamp(run.started_at),
                 expected_seen=row.seen if row is not None else -2,
                 seen=upto,
                 upto=upto,

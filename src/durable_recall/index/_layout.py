@@ -30,7 +30,9 @@ __all__ = (
 )
 
 INDEX_VERSION = 1
-"""Bumped whenever what is indexed changes (tokenizer, index text, hash): stores then rebuild the index."""
+"""What is indexed (tokenizer, index text, hash). A release that changes it bumps this and ships a
+schema migration that empties the index tables and marks every run pending, so the next searches
+rebuild the index by catching up."""
 
 ROLE_NAMES: tuple[str, ...] = ('user', 'assistant', 'tool', 'system')
 """Role by code."""

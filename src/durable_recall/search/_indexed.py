@@ -13,6 +13,7 @@ it has not seen yet.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -115,10 +116,12 @@ class IndexedCorpus:
         conversation_id: str | None,
         all_scopes: bool,
         run_id: str | None,
+        limit: int | None = None,
     ) -> Ranked:
         """Exact BM25 over the scope's documents (or one run's whole record, for `run_id`).
 
-        Call `refresh` first: this ranks what the index held then.
+        Call `refresh` first: this ranks what the index held then. With `limit`, only the best
+        `limit` hits are returned (ties broken by corpus order, as in the full ranking).
         """
         scope = self._scopes[_ALL if all_scopes else conversation_id]
         only: _Run | None = None
@@ -161,10 +164,13 @@ class IndexedCorpus:
                     if gain > 0:
                         key = (run, positions[index])
                         scores[key] = scores.get(key, 0.0) + gain
-        ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0][0].order, item[0][1]))
+        scored = [((run, position), score) for (run, position), score in scores.items()]
         if filters.roles is not None or filters.since is not None or filters.until is not None:
-            ordered = await self._filtered(ordered, filters)
-        hits = [Hit(_section(run, only is not None), position, score) for (run, position), score in ordered]
+            scored = await self._filtered(scored, filters)
+        ranking = [(-score, run.order, position, run) for (run, position), score in scored]
+        # Only the best `limit` need sorting: the rest can never reach the answer.
+        best = heapq.nsmallest(limit, ranking) if limit is not None and limit < len(ranking) else sorted(ranking)
+        hits = [Hit(_section(run, only is not None), position, -score) for score, _, position, run in best]
         return Ranked(total=total, hits=hits, rarity=rarity, unreadable=[])
 
     async def times(self, hits: Sequence[Hit]) -> dict[tuple[str, int], float]:

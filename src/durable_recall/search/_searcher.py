@@ -180,6 +180,8 @@ class Searcher:
                 conversation_id=conversation_id,
                 all_scopes=all_scopes,
                 run_id=request.run_id,
+                # Each chosen hit's window hides at most 2 * context_lines + 1 others.
+                limit=self.max_matches * (2 * self.context_lines + 2) if request.order == 'relevance' else None,
             )
             unreadable = [
                 f'run {_answer.echo(error.run_id)}, snapshot {error.index} ({error.reason})' for error in problems

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, LiteralString
 
 import anyio.to_thread
+from pydantic_ai.messages import ModelMessage
 
 from .._errors import RunIdConflictError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from ._chain import LogRange, inline_base, resolve_delta
 from ._postgres_connect import AsyncConnectionPoolLike, PostgresConnector
+from ._postgres_index import PostgresIndex, forget_conversation, lock_conversation
 from ._rows import (
     SnapshotRow,
     chain_gap,
+    decode_log,
     decode_ranges,
     decode_snapshot,
     encode_metadata,
@@ -78,6 +82,7 @@ class PostgresStepStore:
         self._db = PostgresConnector(url, pool, schema=schema, connect_timeout=connect_timeout, max_size=max_size)
         self._sql = self._db.sql
         self._transaction = self._db.transaction
+        self._index = PostgresIndex(self._db)
 
     def __repr__(self) -> str:
         return f'PostgresStepStore({self._db.describe()})'
@@ -143,8 +148,11 @@ class PostgresStepStore:
         async with self._transaction() as cur:
             # The row lock serializes saves of one run: a concurrent save of the same delta waits
             # here, then (each statement reading afresh) finds the index taken and appends nothing.
-            await cur.execute(self._sql('SELECT 1 FROM {runs} WHERE run_id = %s FOR UPDATE'), (delta.run_id,))
-            if await cur.fetchone() is None:
+            await cur.execute(
+                self._sql('SELECT conversation_id FROM {runs} WHERE run_id = %s FOR UPDATE'), (delta.run_id,)
+            )
+            run = await cur.fetchone()
+            if run is None:
                 raise unregistered_run(delta.run_id)
             await cur.execute(
                 self._sql(
@@ -171,12 +179,16 @@ class PostgresStepStore:
                     'WITH appended AS ('
                     ' INSERT INTO {messages} (run_id, seq, body)'
                     ' SELECT %(run)s, %(first)s + ordinality - 1, body'
-                    ' FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS new(body, ordinality))'
+                    ' FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS new(body, ordinality)),'
+                    ' pending AS (INSERT INTO {pending} (conversation_id, run_id, upto)'
+                    ' VALUES (%(conversation)s, %(run)s, %(index)s)'
+                    ' ON CONFLICT (conversation_id, run_id) DO UPDATE SET upto = EXCLUDED.upto)'
                     f' INSERT INTO {{snapshots}} (run_id, {_SNAPSHOT_COLUMNS})'
                     ' VALUES (%(run)s, %(index)s, %(step)s, %(state)s, %(now)s, %(ranges)s, %(size)s)'
                 ),
                 {
                     'run': delta.run_id,
+                    'conversation': run[0] or '',
                     'first': next_seq,
                     'bodies': list(own.messages),
                     'index': delta.index,
@@ -228,8 +240,10 @@ class PostgresStepStore:
 
     async def delete_conversation(self, conversation_id: str) -> int:
         async with self._transaction() as cur:
-            # Runs first: deleting a run's row waits for any save holding it, and each later
-            # statement reads afresh, so that save's messages are deleted too.
+            # The index lock first, so that no catch-up of the conversation interleaves (see
+            # `_postgres_index`); then runs: deleting a run's row waits for any save holding it,
+            # and each later statement reads afresh, so that save's messages are deleted too.
+            await lock_conversation(cur, self._db, conversation_id)
             await cur.execute(
                 self._sql('DELETE FROM {runs} WHERE conversation_id = %s RETURNING run_id'), (conversation_id,)
             )
@@ -237,7 +251,22 @@ class PostgresStepStore:
             if run_ids:
                 await cur.execute(self._sql('DELETE FROM {messages} WHERE run_id = ANY(%s)'), (run_ids,))
                 await cur.execute(self._sql('DELETE FROM {snapshots} WHERE run_id = ANY(%s)'), (run_ids,))
+            await forget_conversation(cur, self._db, conversation_id, run_ids)
             return len(run_ids)
+
+    async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
+        if not seqs:
+            return {}
+        async with self._transaction() as cur:
+            await cur.execute(
+                self._sql('SELECT seq, body FROM {messages} WHERE run_id = %s AND seq = ANY(%s::bigint[])'),
+                (run_id, sorted(set(seqs))),
+            )
+            log: dict[int, str] = dict(await cur.fetchall())
+        return await anyio.to_thread.run_sync(decode_log, run_id, log)
+
+    def index_storage(self) -> PostgresIndex:
+        return self._index
 
     async def aclose(self) -> None:
         """Close the store's own pool (a caller-owned pool stays open); later use opens a new one."""

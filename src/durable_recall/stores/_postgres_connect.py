@@ -25,7 +25,20 @@ if TYPE_CHECKING:
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ('AsyncConnectionPoolLike', 'PostgresConnector', 'redact_url')
+__all__ = ('TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector', 'redact_url')
+
+TABLES: tuple[str, ...] = (
+    'meta',
+    'runs',
+    'messages',
+    'snapshots',
+    'pending',
+    'index_scopes',
+    'index_runs',
+    'index_terms',
+    'index_hashes',
+)
+"""The tables' placeholder names in query templates; each table is `dr_<name>`."""
 
 _INSTALL_HINT = 'PostgresStepStore needs psycopg 3 and psycopg-pool: pip install "durable-recall[postgres]"'
 
@@ -86,8 +99,7 @@ class PostgresConnector:
         self._connect_timeout = connect_timeout
         self._max_size = max_size
         self._tables = {
-            name: sql.Identifier(schema, f'dr_{name}') if schema else sql.Identifier(f'dr_{name}')
-            for name in ('meta', 'runs', 'messages', 'snapshots')
+            name: sql.Identifier(schema, f'dr_{name}') if schema else sql.Identifier(f'dr_{name}') for name in TABLES
         }
         self._queries: dict[str, sql.Composed] = {}
         self._state: _LoopState | None = None
@@ -99,7 +111,7 @@ class PostgresConnector:
         return f'{where!r}, schema={self.schema!r}'
 
     def sql(self, template: LiteralString) -> sql.Composed:
-        """The query `template` with its `{meta}`/`{runs}`/`{messages}`/`{snapshots}` filled, composed once."""
+        """The query `template` with its table placeholders (`{runs}`, ..., see `TABLES`) filled, composed once."""
         query = self._queries.get(template)
         if query is None:
             from psycopg import sql

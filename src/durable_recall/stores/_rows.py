@@ -1,6 +1,6 @@
 """Decoding the rows the SQL stores keep, shared by SQLite and Postgres.
 
-Both stores hold the same three tables, so turning a row back into a record, and refusing a row
+Both stores hold the same tables, so turning a row back into a record, and refusing a row
 that cannot be turned back, lives here once. A row that does not decode raises
 [`CorruptSnapshotError`][durable_recall.CorruptSnapshotError] naming the run and the snapshot:
 a reader must never be handed a history with a silent hole in it.
@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeGuard, cast
 
+from pydantic_ai.messages import ModelMessage
+
 from .._codec import MessageDecodeError, load_messages
 from .._errors import CorruptSnapshotError, DurableRecallError, SnapshotChainError
 from .._records import RunRecord, Snapshot, SnapshotDelta, SnapshotState
+from ..index._storage import IndexedRunRow
 from ._chain import LogRange, ranges_size
 
 __all__ = (
     'SnapshotRow',
     'chain_gap',
+    'decode_log',
     'decode_metadata',
     'decode_ranges',
     'decode_snapshot',
@@ -29,6 +33,7 @@ __all__ = (
     'encode_ranges',
     'format_timestamp',
     'gather_bodies',
+    'indexed_run',
     'log_span',
     'parse_timestamp',
     'run_record',
@@ -213,6 +218,49 @@ def decode_snapshot(row: SnapshotRow, log: Mapping[int, str]) -> Snapshot:
         state=state,
         saved_at=saved_at,
         messages=messages,
+        seqs=[seq for first, end in ranges for seq in range(first, end)],
+    )
+
+
+def decode_log(run_id: str, log: Mapping[int, str]) -> dict[int, ModelMessage]:
+    """Decode log entries read by number (`read_messages`), in number order.
+
+    Raises:
+        CorruptSnapshotError: A body does not decode; no single snapshot is to blame, so the
+            index is reported as -1.
+    """
+    wanted = sorted(log)
+    try:
+        messages = load_messages([log[seq] for seq in wanted])
+    except MessageDecodeError as error:
+        raise CorruptSnapshotError(run_id, -1, str(error)) from error
+    return dict(zip(wanted, messages, strict=True))
+
+
+def indexed_run(
+    run_key: int,
+    run_id: str,
+    scope_key: int,
+    seen: int,
+    first: int,
+    lengths: bytes,
+    seqs: bytes,
+    roles: bytes,
+    times: bytes,
+    state: str,
+) -> IndexedRunRow:
+    """Build an `IndexedRunRow` from the columns of an index runs row, in table order."""
+    return IndexedRunRow(
+        run_key=run_key,
+        run_id=run_id,
+        scope_key=scope_key,
+        seen=seen,
+        first=first,
+        lengths=lengths,
+        seqs=seqs,
+        roles=roles,
+        times=times,
+        state=state,
     )
 
 

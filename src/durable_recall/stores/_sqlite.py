@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Generator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import anyio.to_thread
+from pydantic_ai.messages import ModelMessage
 
 from .._errors import RunIdConflictError, StoreConfigurationError, StoreUnavailableError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
@@ -19,6 +19,7 @@ from ._migrations import SCHEMA_VERSION, SQLITE_META, SQLITE_MIGRATIONS, check_v
 from ._rows import (
     SnapshotRow,
     chain_gap,
+    decode_log,
     decode_ranges,
     decode_snapshot,
     encode_metadata,
@@ -29,6 +30,8 @@ from ._rows import (
     run_record,
     unregistered_run,
 )
+from ._sqlite_index import SqliteIndex, forget_conversation, mark_pending
+from ._sqlite_index import transaction as _transaction
 
 __all__ = ('SqliteStepStore',)
 
@@ -37,6 +40,8 @@ _R = TypeVar('_R')
 
 _RUN_COLUMNS = 'run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token'
 _SNAPSHOT_COLUMNS = 'idx, step_index, state, saved_at, ranges, size'
+
+_CHUNK = 500  # bound parameters per statement, under the 999 of old SQLite builds
 
 # Primary SQLite result codes (the low byte of an extended code).
 _RETRYABLE_CODES = frozenset({5, 6, 10, 13, 15})  # BUSY, LOCKED, IOERR, FULL, PROTOCOL
@@ -73,6 +78,7 @@ class SqliteStepStore:
         self._lock = threading.Lock()
         self._schema_ready = False
         self._conn: sqlite3.Connection | None = self._open()
+        self._index = SqliteIndex(self._call)
 
     def __repr__(self) -> str:
         return f'SqliteStepStore({self._path!r})'
@@ -142,7 +148,8 @@ class SqliteStepStore:
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             with _transaction(conn, 'BEGIN IMMEDIATE'):
-                if conn.execute('SELECT 1 FROM dr_runs WHERE run_id = ?', (delta.run_id,)).fetchone() is None:
+                run = conn.execute('SELECT conversation_id FROM dr_runs WHERE run_id = ?', (delta.run_id,)).fetchone()
+                if run is None:
                     raise unregistered_run(delta.run_id)
                 query = 'SELECT COALESCE(MAX(idx) + 1, 0) FROM dr_snapshots WHERE run_id = ?'
                 next_index: int = conn.execute(query, (delta.run_id,)).fetchone()[0]
@@ -177,6 +184,7 @@ class SqliteStepStore:
                         resolved.size,
                     ),
                 )
+                mark_pending(conn, run[0], delta.run_id, delta.index)
                 return True
 
         return await self._call(write)
@@ -222,11 +230,30 @@ class SqliteStepStore:
         def write(conn: sqlite3.Connection) -> int:
             runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
             with _transaction(conn, 'BEGIN IMMEDIATE'):
+                forget_conversation(conn, conversation_id)
                 conn.execute(f'DELETE FROM dr_messages WHERE run_id IN ({runs})', (conversation_id,))
                 conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))
                 return conn.execute('DELETE FROM dr_runs WHERE conversation_id = ?', (conversation_id,)).rowcount
 
         return await self._call(write)
+
+    async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
+        wanted = sorted(set(seqs))
+
+        def read(conn: sqlite3.Connection) -> dict[int, str]:
+            log: dict[int, str] = {}
+            with _transaction(conn, 'BEGIN'):
+                for start in range(0, len(wanted), _CHUNK):
+                    chunk = wanted[start : start + _CHUNK]
+                    marks = ', '.join('?' * len(chunk))
+                    query = f'SELECT seq, body FROM dr_messages WHERE run_id = ? AND seq IN ({marks})'
+                    log.update(conn.execute(query, (run_id, *chunk)).fetchall())
+            return log
+
+        return await self._read(read, lambda log: decode_log(run_id, log))
+
+    def index_storage(self) -> SqliteIndex:
+        return self._index
 
     async def aclose(self) -> None:
         """Close the connection; a later call on the store opens a new one."""
@@ -363,22 +390,3 @@ def _base_bodies(conn: sqlite3.Connection, run_id: str, index: int | None) -> li
         return None
     ranges = decode_ranges(run_id, index, found[0])
     return gather_bodies(run_id, index, ranges, _log_entries(conn, run_id, ranges))
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection, begin: str) -> Generator[None]:
-    """Run the block in one transaction: committed if it returns, rolled back if it raises."""
-    conn.execute(begin)
-    try:
-        yield
-    except BaseException:
-        # The original error says more; SQLite has already rolled back if it cannot.
-        with suppress(sqlite3.Error):
-            conn.execute('ROLLBACK')
-        raise
-    try:
-        conn.execute('COMMIT')
-    except sqlite3.Error:
-        if conn.in_transaction:
-            conn.execute('ROLLBACK')
-        raise
