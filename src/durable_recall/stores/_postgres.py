@@ -20,6 +20,7 @@ from ._rows import (
     decode_log,
     decode_ranges,
     decode_snapshot,
+    decode_snapshots,
     encode_metadata,
     encode_ranges,
     gather_bodies,
@@ -219,7 +220,7 @@ class PostgresStepStore:
                 (run_id, first, end),
             )
             log: dict[int, str] = dict(await cur.fetchall())
-        return await anyio.to_thread.run_sync(lambda: [decode_snapshot(row, log) for row in rows])
+        return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         # A row of unknown state is not filtered out: it is returned, and raises when decoded.

@@ -29,6 +29,7 @@ __all__ = (
     'decode_metadata',
     'decode_ranges',
     'decode_snapshot',
+    'decode_snapshots',
     'encode_metadata',
     'encode_ranges',
     'format_timestamp',
@@ -188,12 +189,17 @@ def decode_ranges(run_id: str, index: int, text: str) -> list[LogRange]:
     return ranges
 
 
-def decode_snapshot(row: SnapshotRow, log: Mapping[int, str]) -> Snapshot:
+def decode_snapshot(
+    row: SnapshotRow, log: Mapping[int, str], decoded: dict[int, ModelMessage] | None = None
+) -> Snapshot:
     """Assemble a snapshot from its row and the run's log entries.
 
     Args:
         row: The snapshot row.
         log: Log entries by number; must hold at least every entry the row's ranges name.
+        decoded: Entries already decoded, by number, shared by the snapshots of one listing:
+            consecutive snapshots hold mostly the same entries, and each is decoded once (the
+            snapshots then share those message objects).
 
     Raises:
         CorruptSnapshotError: The state, timestamp or ranges are malformed, a log entry the ranges
@@ -206,11 +212,16 @@ def decode_snapshot(row: SnapshotRow, log: Mapping[int, str]) -> Snapshot:
         raise CorruptSnapshotError(
             row.run_id, row.index, f'log ranges assemble {ranges_size(ranges)} messages but the row records {row.size}'
         )
-    bodies = gather_bodies(row.run_id, row.index, ranges, log)
-    try:
-        messages = load_messages(bodies)
-    except MessageDecodeError as error:
-        raise CorruptSnapshotError(row.run_id, row.index, str(error)) from error
+    seqs = [seq for first, end in ranges for seq in range(first, end)]
+    decoded = {} if decoded is None else decoded
+    missing = [seq for seq in seqs if seq not in decoded]
+    if missing:
+        bodies = gather_bodies(row.run_id, row.index, _ranges_of(missing), log)
+        try:
+            decoded.update(zip(missing, load_messages(bodies), strict=True))
+        except MessageDecodeError as error:
+            raise CorruptSnapshotError(row.run_id, row.index, str(error)) from error
+    messages = [decoded[seq] for seq in seqs]
     return Snapshot(
         run_id=row.run_id,
         index=row.index,
@@ -218,8 +229,19 @@ def decode_snapshot(row: SnapshotRow, log: Mapping[int, str]) -> Snapshot:
         state=state,
         saved_at=saved_at,
         messages=messages,
-        seqs=[seq for first, end in ranges for seq in range(first, end)],
+        seqs=seqs,
     )
+
+
+def _ranges_of(seqs: Sequence[int]) -> list[LogRange]:
+    """Log numbers as ranges (one per number; `gather_bodies` checks each is present)."""
+    return [(seq, seq + 1) for seq in seqs]
+
+
+def decode_snapshots(rows: Sequence[SnapshotRow], log: Mapping[int, str]) -> list[Snapshot]:
+    """Assemble a listing's snapshots, decoding each log entry once for all of them."""
+    decoded: dict[int, ModelMessage] = {}
+    return [decode_snapshot(row, log, decoded) for row in rows]
 
 
 def decode_log(run_id: str, log: Mapping[int, str]) -> dict[int, ModelMessage]:

@@ -22,6 +22,7 @@ from ._rows import (
     decode_log,
     decode_ranges,
     decode_snapshot,
+    decode_snapshots,
     encode_metadata,
     encode_ranges,
     format_timestamp,
@@ -207,7 +208,7 @@ class SqliteStepStore:
 
         def decode(found: tuple[list[SnapshotRow], dict[int, str]]) -> list[Snapshot]:
             rows, log = found
-            return [decode_snapshot(row, log) for row in rows]
+            return decode_snapshots(rows, log)
 
         return await self._read(read, decode)
 
