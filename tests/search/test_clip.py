@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from durable_recall.search import clip, tokenize
+from durable_recall.search import _clip, clip, tokenize
+from durable_recall.search._tokenize import iter_tokens
 
 
 def filler(words: int) -> str:
@@ -124,3 +125,31 @@ def test_clip_properties(text: str, limit: int, terms: set[str]) -> None:
         assert kept in text
         assert clipped.startswith('...') or kept == text[:limit]
         assert clipped.endswith('...') or kept == text[-limit:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(['alpha', 'Beta', 'beta_2', 'x', 'ALPHAbet', '42', 'a.b', 'path/to/x.py']), max_size=30
+    ),
+    separators=st.lists(st.sampled_from([' ', '.', '/', '', '\n', '-', '_']), min_size=30, max_size=30),
+    terms=st.lists(st.sampled_from(['alpha', 'beta', 'beta_2', 'x', 'alphabet', '42', 'py', 'é']), max_size=4),
+    ranked=st.booleans(),
+)
+def test_the_ascii_focus_is_the_token_walks(
+    words: list[str], separators: list[str], terms: list[str], ranked: bool
+) -> None:
+    text = ''.join(word + separator for word, separator in zip(words, separators, strict=False))
+    rarity = {term: float(len(term) % 3) for term in terms} if ranked else None
+    fast = _clip._ascii_focus(text, terms, rarity)
+    walked = None
+    best = 0.0
+    for token in iter_tokens(text):
+        if token.term not in terms:
+            continue
+        if rarity is None:
+            walked = token
+            break
+        if walked is None or rarity.get(token.term, 0.0) > best:
+            walked, best = token, rarity.get(token.term, 0.0)
+    assert fast == walked

@@ -8,7 +8,9 @@ on a long message that starts with "the", the excerpt shows ZEBRA, not the openi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
+from functools import lru_cache
 
 from ._tokenize import Token, iter_tokens
 
@@ -55,6 +57,8 @@ def _focus(text: str, terms: Collection[str], rarity: Mapping[str, float] | None
     """The first occurrence of the rarest query term present in `text`, if any is."""
     if not terms:
         return None
+    if text.isascii():
+        return _ascii_focus(text, terms, rarity)
     best: Token | None = None
     best_rarity = 0.0
     for token in iter_tokens(text):
@@ -66,3 +70,30 @@ def _focus(text: str, terms: Collection[str], rarity: Mapping[str, float] | None
         if best is None or token_rarity > best_rarity:
             best, best_rarity = token, token_rarity
     return best
+
+
+def _ascii_focus(text: str, terms: Collection[str], rarity: Mapping[str, float] | None) -> Token | None:
+    """`_focus` for ASCII text, at C speed: each term's first whole-word occurrence, by regex.
+
+    ASCII text tokenizes to runs of `[A-Za-z0-9_]` lower-cased, so a term occurs exactly where a
+    case-insensitive match of it has no word character on either side. The choice is the same as
+    the token walk's: the highest rarity, ties to the earliest occurrence.
+    """
+    lowered = text.lower()
+    best: Token | None = None
+    best_rarity = 0.0
+    for term in terms:
+        if not term.isascii():
+            continue  # NFKC and casefolding keep ASCII ASCII: a non-ASCII term cannot occur here
+        found = _whole_word(term).search(lowered)
+        if found is None:
+            continue
+        term_rarity = rarity.get(term, 0.0) if rarity is not None else 0.0
+        if best is None or term_rarity > best_rarity or (term_rarity == best_rarity and found.start() < best.start):
+            best, best_rarity = Token(term, found.start(), found.end()), term_rarity
+    return best
+
+
+@lru_cache(maxsize=1024)
+def _whole_word(term: str) -> re.Pattern[str]:
+    return re.compile(f'(?<![0-9a-z_]){re.escape(term)}(?![0-9a-z_])')
