@@ -71,6 +71,7 @@ class Ingest:
         messages: Distinct messages of the conversation (each counted once).
         snapshots: Snapshot deltas saved.
         seconds: Time spent in persistence work (diff, JSON dump, store calls).
+        index_seconds: Time the search index took to catch up with the written snapshots.
         history: Every message of the conversation once, in creation order (the ground truth),
             when asked for.
     """
@@ -78,12 +79,24 @@ class Ingest:
     messages: int = 0
     snapshots: int = 0
     seconds: float = 0.0
+    index_seconds: float = 0.0
     history: list[ModelMessage] = field(default_factory=list[ModelMessage])
 
     @property
     def per_second(self) -> float:
-        """Messages per second of persistence work."""
+        """Messages per second of persistence and indexing work together."""
+        total = self.seconds + self.index_seconds
+        return self.messages / total if total else 0.0
+
+    @property
+    def store_per_second(self) -> float:
+        """Messages per second of persistence work alone."""
         return self.messages / self.seconds if self.seconds else 0.0
+
+    @property
+    def index_per_second(self) -> float:
+        """Messages per second of indexing alone."""
+        return self.messages / self.index_seconds if self.index_seconds else 0.0
 
 
 @dataclass(frozen=True)

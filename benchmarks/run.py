@@ -55,6 +55,7 @@ from benchmarks.histories import Ingest, write_conversation
 from benchmarks.oracle import Oracle, overlap_at
 from durable_recall import ConversationSearch, SnapshotHistorySource, StepStore
 from durable_recall.history import message_hash
+from durable_recall.index import update_index
 from durable_recall.search import SearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,9 +297,12 @@ async def write_store(spec: StoreSpec, conversations: Sequence[Conversation], *,
     try:
         for conversation in conversations:
             keep_history = conversation.conversation_id == keep
-            done[conversation.conversation_id] = await write_conversation(
-                store, conversation, keep_history=keep_history
-            )
+            ingest = await write_conversation(store, conversation, keep_history=keep_history)
+            # Indexing is part of ingest: the first search would otherwise pay it (see `Ingest`).
+            began = time.perf_counter()
+            await update_index(store, conversation.conversation_id)
+            ingest.index_seconds = time.perf_counter() - began
+            done[conversation.conversation_id] = ingest
     finally:
         await store.aclose()
     return done
@@ -459,7 +463,7 @@ class Report:
         )
         ingest_ok = ours.ingest_per_second >= TARGETS['ingest']
         add(
-            'ingest (messages/s)',
+            'ingest (messages/s: stored and indexed)',
             each(lambda side: _int(side.ingest_per_second) + (f' {side.ingest_note}' if side.ingest_note else '')),
             _ratio(ours.ingest_per_second, reference.ingest_per_second) if reference else '',
             f'>= {TARGETS["ingest"]:,.0f}',
@@ -602,6 +606,7 @@ async def _measure(plan: Plan, args: argparse.Namespace, work: Path, setup: dict
             written = await write_store(spec, [target, *others], keep=TARGET)
             ingest = written[TARGET]
             side.messages, side.ingest_per_second = ingest.messages, ingest.per_second
+            side.ingest_note = f'(store {_int(ingest.store_per_second)}, index {_int(ingest.index_per_second)})'
             side.snapshots = count_snapshots(spec, TARGET)
             if plan.copies:
                 for other in others:

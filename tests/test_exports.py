@@ -34,6 +34,7 @@ def test_all_is_pinned() -> None:
         'StoreUnavailableError',
         'WorkflowCodeIOError',
         'open_store',
+        'update_index',
     ]
 
 

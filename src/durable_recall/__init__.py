@@ -23,7 +23,9 @@ from ._warnings import DurableRecallDeprecationWarning
 from .compaction import SlidingWindowCompaction
 from .history import HistorySource, RunHistory, SnapshotHistorySource
 from .persistence import StepPersistence
-from .search import ConversationSearch, SearchScope
+from .search import ConversationSearch, SearchScope  # isort: split
+
+from .index import update_index
 from .stores import InMemoryStepStore, StepStore
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ __all__ = (
     'StoreUnavailableError',
     'WorkflowCodeIOError',
     'open_store',
+    'update_index',
 )
 
 _LAZY = {'SqliteStepStore', 'PostgresStepStore', 'open_store'}

@@ -16,7 +16,7 @@ import pytest
 from benchmarks._script import generate_conversation, make_queries
 from benchmarks.histories import write_conversation
 
-from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource
+from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource, update_index
 from durable_recall.history import RunHistory
 from durable_recall.search import SearchRequest
 from durable_recall.stores import StepStore
@@ -139,3 +139,16 @@ async def test_deleting_a_conversation_removes_it_from_the_index(store: StepStor
         context(conversation_id='c-gone'), SearchRequest(query=query)
     )
     await agree(store, 'c-kept', requests(make_queries(kept, 4, 42), kept.runs[0].run_id), scope='all')
+
+
+async def test_update_index_leaves_nothing_for_the_first_search(store: StepStore) -> None:
+    conversation = generate_conversation(51, 60, conversation_id='c-batch')
+    await write_conversation(store, conversation, window=12)
+    await write_conversation(store, generate_conversation(52, 30, conversation_id='c-other'), window=12)
+    storage = store.index_storage()
+    assert (await storage.status('c-batch', all_scopes=False)).pending
+    assert await update_index(store, 'c-batch') == []
+    assert (await storage.status('c-batch', all_scopes=False)).pending == []
+    assert (await storage.status('c-other', all_scopes=False)).pending
+    assert await update_index(store) == []
+    assert (await storage.status(None, all_scopes=True)).pending == []

@@ -34,7 +34,7 @@ from ._layout import (
 )
 from ._storage import IndexedRunRow, IndexStorage, RunCommit, StaleIndexError
 
-__all__ = ('Indexer', 'hash_key', 'record_text_terms')
+__all__ = ('Indexer', 'hash_key', 'record_text_terms', 'update_index')
 
 _RETRIES = 8
 
@@ -240,3 +240,23 @@ def _put(arrays: _Arrays, position: int, length: int, seq: int, message: ModelMe
 def _own(arrays: _Arrays, first: int) -> tuple[int, int]:
     """The run's searchable documents and their total length (positions from `first` on)."""
     return max(len(arrays.lengths) - first, 0), sum(arrays.lengths[first:])
+
+
+async def update_index(store: StepStore, conversation_id: str | None = None) -> list[CorruptSnapshotError]:
+    """Bring a store's search index up to date with its snapshots, now rather than at the next search.
+
+    Searches catch the index up themselves, so this is never required; it moves the cost out of
+    the first search after a large import or a batch of runs (a worker can call it after each
+    run, or a job after an import).
+
+    Args:
+        store: The store `StepPersistence` writes to.
+        conversation_id: Only this conversation's runs; `None` indexes every run in the store.
+
+    Returns:
+        Errors for runs whose snapshots could not be read (their index stays at the last
+        snapshot that could; a later catch-up retries them).
+    """
+    indexer = Indexer(store)
+    status = await indexer.storage.status(conversation_id, all_scopes=conversation_id is None)
+    return await indexer.catch_up(status.pending)
