@@ -8,9 +8,7 @@ on a long message that starts with "the", the excerpt shows ZEBRA, not the openi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
-from functools import lru_cache
 
 from ._tokenize import Token, iter_tokens
 
@@ -73,10 +71,10 @@ def _focus(text: str, terms: Collection[str], rarity: Mapping[str, float] | None
 
 
 def _ascii_focus(text: str, terms: Collection[str], rarity: Mapping[str, float] | None) -> Token | None:
-    """`_focus` for ASCII text, at C speed: each term's first whole-word occurrence, by regex.
+    """`_focus` for ASCII text, at C speed: each term's first whole-word occurrence, by `str.find`.
 
     ASCII text tokenizes to runs of `[A-Za-z0-9_]` lower-cased, so a term occurs exactly where a
-    case-insensitive match of it has no word character on either side. The choice is the same as
+    lower-cased match of it has no word character on either side. The choice is the same as
     the token walk's: the highest rarity, ties to the earliest occurrence.
     """
     lowered = text.lower()
@@ -85,15 +83,24 @@ def _ascii_focus(text: str, terms: Collection[str], rarity: Mapping[str, float] 
     for term in terms:
         if not term.isascii():
             continue  # NFKC and casefolding keep ASCII ASCII: a non-ASCII term cannot occur here
-        found = _whole_word(term).search(lowered)
-        if found is None:
+        start = _whole_word(lowered, term)
+        if start < 0:
             continue
         term_rarity = rarity.get(term, 0.0) if rarity is not None else 0.0
-        if best is None or term_rarity > best_rarity or (term_rarity == best_rarity and found.start() < best.start):
-            best, best_rarity = Token(term, found.start(), found.end()), term_rarity
+        if best is None or term_rarity > best_rarity or (term_rarity == best_rarity and start < best.start):
+            best, best_rarity = Token(term, start, start + len(term)), term_rarity
     return best
 
 
-@lru_cache(maxsize=1024)
-def _whole_word(term: str) -> re.Pattern[str]:
-    return re.compile(f'(?<![0-9a-z_]){re.escape(term)}(?![0-9a-z_])')
+def _whole_word(lowered: str, term: str) -> int:
+    """Where `term` first occurs in `lowered` with no word character on either side, or -1."""
+    start = lowered.find(term)
+    while start >= 0:
+        end = start + len(term)
+        if (start == 0 or lowered[start - 1] not in _WORD) and (end == len(lowered) or lowered[end] not in _WORD):
+            return start
+        start = lowered.find(term, start + 1)
+    return -1
+
+
+_WORD = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_')

@@ -82,13 +82,22 @@ class Ranked:
 class IndexedCorpus:
     """Searches a store through its persistent index, keeping decoded postings per scope generation."""
 
-    def __init__(self, store: StepStore, *, max_cached_terms: int = 4096, max_cached_scopes: int = 64) -> None:
+    def __init__(
+        self,
+        store: StepStore,
+        *,
+        max_cached_terms: int = 4096,
+        max_cached_scopes: int = 64,
+        max_cached_messages: int = 2048,
+    ) -> None:
         self._store = store
         self._indexer = Indexer(store)
         self._storage = self._indexer.storage
         self._scopes: OrderedDict[object, _Scope] = OrderedDict()
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
+        self._shown: OrderedDict[tuple[str, str, int], ModelMessage] = OrderedDict()
+        self._max_shown = max_cached_messages
 
     async def refresh(self, conversation_id: str | None, *, all_scopes: bool) -> list[CorruptSnapshotError]:
         """Catch the scope's index up with its snapshots; returns the runs that could not be read."""
@@ -200,8 +209,7 @@ class IndexedCorpus:
             if record is None or row is None:
                 continue
             seqs = decode_ints(row.seqs)
-            by_seq = await self._store.read_messages(run_id, [seqs[p] for p in positions])
-            messages = {p: _shown(by_seq[seqs[p]]) for p in positions if seqs[p] in by_seq}
+            messages = await self._messages(record, {p: seqs[p] for p in positions})
             loaded[run_id] = IndexedRun(record, row.seen, _Window(len(seqs), messages), (), [], {})
         out: list[Hit] = []
         for hit in hits:
@@ -209,6 +217,27 @@ class IndexedCorpus:
             if indexed is None:
                 continue
             out.append(Hit(Section(indexed, hit.section.first, hit.section.order), hit.position, hit.score))
+        return out
+
+    async def _messages(self, run: RunRecord, seqs: Mapping[int, int]) -> dict[int, ModelMessage]:
+        """Record messages by position, from the store or from recent answers (a warm process re-shows them).
+
+        Keyed by the run's token too: a deleted run id registered again reuses log numbers.
+        """
+        cache = self._shown
+        key = (run.run_id, run.token)
+        wanted = [seq for seq in seqs.values() if (*key, seq) not in cache]
+        if wanted:
+            for seq, message in (await self._store.read_messages(run.run_id, wanted)).items():
+                cache[*key, seq] = _shown(message)
+        out: dict[int, ModelMessage] = {}
+        for position, seq in seqs.items():
+            message = cache.get((*key, seq))
+            if message is not None:
+                cache.move_to_end((*key, seq))
+                out[position] = message
+        while len(cache) > self._max_shown:
+            cache.popitem(last=False)
         return out
 
     async def _postings(
