@@ -117,17 +117,24 @@ class Indexer:
             if snapshot.state == 'complete':
                 builder.fold(snapshot.messages, snapshot.seqs)
         changes = builder.take_changes()
-        first = row.first if row is not None else 0
+        old_first = first = row.first if row is not None else 0
         old_own = _own(arrays, first)
+        if run.conversation_id is not None and first == old_size and len(builder) > old_size:
+            first = await self._inherited_prefix(run, builder, first)
         replaced: dict[int, Counter[str]] = {}
         affected: set[str] = set()
         added: dict[str, list[tuple[int, int]]] = {}
         hashes: list[bytes] = []
         for position in sorted(changes):
             message = builder.message(position)
+            if position < first:
+                # Inherited: indexed under the run that persisted it first. A `run_id` search
+                # reads these few messages back instead (see `IndexedCorpus`).
+                _put(arrays, position, 0, builder.seq(position), message, run)
+                continue
             terms = Counter(record_text_terms(message))
             _put(arrays, position, terms.total(), builder.seq(position), message, run)
-            if position < old_size:
+            if old_first <= position < old_size:
                 previous = changes[position]
                 before = Counter(record_text_terms(previous)) if previous is not None else Counter[str]()
                 if before != terms:
@@ -137,8 +144,6 @@ class Indexer:
             hashes.append(hash_key(builder.hash(position)))
             for term, count in terms.items():
                 added.setdefault(term, []).append((position, count))
-        if run.conversation_id is not None and first == old_size and len(arrays.lengths) > old_size:
-            first = await self._inherited_prefix(run, builder, first)
         postings_set = await self._rewritten(run, affected, replaced, added) if replaced else {}
         for term in postings_set:
             added.pop(term, None)

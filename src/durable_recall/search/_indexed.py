@@ -14,8 +14,7 @@ it has not seen yet.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,36 +25,28 @@ from pydantic_ai.messages import ModelMessage
 from .._errors import CorruptSnapshotError
 from .._records import RunRecord
 from ..history import strip_artifacts
-from ..index._indexer import Indexer
+from ..index._indexer import Indexer, record_text_terms
 from ..index._layout import ROLE_NAMES, decode_floats, decode_ints, decode_postings
 from ..index._storage import IndexedRunRow
 from ..stores._protocol import StepStore
 from ._bm25 import Bm25Params, idf
 from ._corpus import Filters, Hit, IndexedRun, Section
+from ._scoring import IndexedRunView, add_scores, run_matches, scope_matches
 
 __all__ = ('IndexedCorpus', 'Ranked')
 
 _ALL = object()
 
 
-@dataclass(frozen=True, eq=False)
-class _Run:
-    run_key: int
-    run_id: str
-    order: int
-    first: int
-    lengths: Sequence[int]
-
-
 @dataclass
 class _Scope:
     generation: str
-    runs: dict[int, _Run]
-    by_id: dict[str, _Run]
+    runs: dict[int, IndexedRunView]
+    by_id: dict[str, IndexedRunView]
     docs: int
     length: int
-    terms: OrderedDict[str, list[tuple[_Run, Sequence[int], Sequence[int]]]] = field(
-        default_factory=OrderedDict[str, list[tuple[_Run, Sequence[int], Sequence[int]]]]
+    terms: OrderedDict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]] = field(
+        default_factory=OrderedDict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]]
     )
 
 
@@ -133,46 +124,29 @@ class IndexedCorpus:
         `limit` hits are returned (ties broken by corpus order, as in the full ranking).
         """
         scope = self._scopes[_ALL if all_scopes else conversation_id]
-        only: _Run | None = None
+        only: IndexedRunView | None = None
+        head: list[Counter[str]] = []
         if run_id is not None:
             only = scope.by_id.get(run_id)
             if only is None or not only.lengths:
                 return Ranked(total=0, hits=[], rarity={}, unreadable=[], known_run=only is not None)
-            total, length = len(only.lengths), sum(only.lengths)
+            head = await self._head(only)
+            total = len(only.lengths)
+            length = sum(counts.total() for counts in head) + sum(only.lengths[only.first :])
         else:
             total, length = scope.docs, scope.length
         if total == 0:
             return Ranked(total=0, hits=[], rarity={}, unreadable=[])
         postings = await self._postings(scope, terms, conversation_id, all_scopes=all_scopes)
         avgdl = length / total
-        k1, b = params.k1, params.b
         rarity: dict[str, float] = {}
-        scores: dict[tuple[_Run, int], float] = {}
+        scores: dict[tuple[IndexedRunView, int], float] = {}
         for term in dict.fromkeys(terms):
-            matches: list[tuple[_Run, Sequence[int], Sequence[int], int, int]] = []
-            df = 0
-            for run, positions, tfs in postings.get(term, ()):
-                if only is not None and run is not only:
-                    continue
-                start = 0 if only is not None else bisect_left(positions, run.first)
-                end = bisect_left(positions, len(run.lengths))
-                if start < end:
-                    matches.append((run, positions, tfs, start, end))
-                    df += end - start
-            term_idf = idf(total, df)
+            found = postings.get(term, [])
+            matches = run_matches(only, head, term, found, total) if only is not None else scope_matches(found)
+            term_idf = idf(total, sum(end - start for _, _, _, _, start, end in matches))
             rarity[term] = term_idf
-            if avgdl <= 0:
-                continue
-            for run, positions, tfs, start, end in matches:
-                lengths = run.lengths
-                for index in range(start, end):
-                    tf, dl = tfs[index], lengths[positions[index]]
-                    if tf <= 0 or dl <= 0:
-                        continue
-                    gain = term_idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
-                    if gain > 0:
-                        key = (run, positions[index])
-                        scores[key] = scores.get(key, 0.0) + gain
+            add_scores(scores, matches, term_idf, avgdl, params)
         scored = [((run, position), score) for (run, position), score in scores.items()]
         if filters.roles is not None or filters.since is not None or filters.until is not None:
             scored = await self._filtered(scored, filters)
@@ -219,6 +193,19 @@ class IndexedCorpus:
             out.append(Hit(Section(indexed, hit.section.first, hit.section.order), hit.position, hit.score))
         return out
 
+    async def _head(self, run: IndexedRunView) -> list[Counter[str]]:
+        """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
+        if run.first == 0:
+            return []
+        rows = await self._storage.load_runs([run.run_id])
+        record = await self._store.get_run(run.run_id)
+        row = rows.get(run.run_id)
+        if row is None or record is None:
+            return []
+        seqs = decode_ints(row.seqs)
+        messages = await self._messages(record, {p: seqs[p] for p in range(run.first)})
+        return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(run.first)]
+
     async def _messages(self, run: RunRecord, seqs: Mapping[int, int]) -> dict[int, ModelMessage]:
         """Record messages by position, from the store or from recent answers (a warm process re-shows them).
 
@@ -242,12 +229,12 @@ class IndexedCorpus:
 
     async def _postings(
         self, scope: _Scope, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
-    ) -> dict[str, list[tuple[_Run, Sequence[int], Sequence[int]]]]:
+    ) -> dict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]]:
         missing = [term for term in dict.fromkeys(terms) if term not in scope.terms]
         if missing:
             found = await self._storage.postings(missing, conversation_id, all_scopes=all_scopes)
             for term in missing:
-                decoded: list[tuple[_Run, Sequence[int], Sequence[int]]] = []
+                decoded: list[tuple[IndexedRunView, Sequence[int], Sequence[int]]] = []
                 for row in found.get(term, ()):
                     run = scope.runs.get(row.run_key)
                     if run is not None:  # indexed after this scope was loaded: next generation
@@ -262,15 +249,15 @@ class IndexedCorpus:
         return out
 
     async def _filtered(
-        self, ordered: list[tuple[tuple[_Run, int], float]], filters: Filters
-    ) -> list[tuple[tuple[_Run, int], float]]:
+        self, ordered: list[tuple[tuple[IndexedRunView, int], float]], filters: Filters
+    ) -> list[tuple[tuple[IndexedRunView, int], float]]:
         runs = sorted({run.run_id for (run, _), _ in ordered})
         rows = await self._storage.load_runs(runs)
         roles = {run_id: row.roles for run_id, row in rows.items()}
         times = {run_id: decode_floats(row.times) for run_id, row in rows.items()}
         since = filters.since.timestamp() if filters.since is not None else None
         until = filters.until.timestamp() if filters.until is not None else None
-        kept: list[tuple[tuple[_Run, int], float]] = []
+        kept: list[tuple[tuple[IndexedRunView, int], float]] = []
         for (run, position), score in ordered:
             if run.run_id not in rows:
                 continue
@@ -315,7 +302,7 @@ def _shown(message: ModelMessage) -> ModelMessage:
 _UNREAD = datetime.fromtimestamp(0, UTC)
 
 
-def _section(run: _Run, whole: bool) -> Section:
+def _section(run: IndexedRunView, whole: bool) -> Section:
     """A section standing for an indexed run before its record is read: its id, size and first only.
 
     `load_windows` replaces it with the run's record and the messages its hits show.
@@ -327,12 +314,12 @@ def _section(run: _Run, whole: bool) -> Section:
 
 
 def _load_scope(generation: str, rows: Sequence[IndexedRunRow]) -> _Scope:
-    runs: dict[int, _Run] = {}
-    by_id: dict[str, _Run] = {}
+    runs: dict[int, IndexedRunView] = {}
+    by_id: dict[str, IndexedRunView] = {}
     docs = length = 0
     for order, row in enumerate(rows):
         lengths = decode_ints(row.lengths)
-        run = _Run(row.run_key, row.run_id, order, row.first, lengths)
+        run = IndexedRunView(row.run_key, row.run_id, order, row.first, lengths)
         runs[row.run_key] = by_id[row.run_id] = run
         docs += max(len(lengths) - row.first, 0)
         length += sum(lengths[row.first :])
