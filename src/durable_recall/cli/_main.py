@@ -21,6 +21,7 @@ from pydantic_ai.exceptions import UserError
 from .._errors import DurableRecallError
 from ._demo import add_demo_parser, run_demo
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError, one_line
+from ._index import index_store
 from ._inspect import list_conversations, list_runs, show_run
 from ._search import search_store
 from ._store import open_for_reading
@@ -104,6 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument('run_id', metavar='RUN_ID', help='the run to show (`runs` lists them)')
     _search_parser(commands, store)
+    index = commands.add_parser(
+        'index',
+        parents=[store],
+        help='bring the search index up to date now',
+        description=(
+            'Index every run that saved snapshots since the index last read it, so that the next search does not '
+            'have to (searches catch up by themselves; this moves the cost, after an import or a batch of runs).'
+        ),
+    )
+    _scope(index, what='index')
     return parser
 
 
@@ -176,6 +187,8 @@ async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return await list_runs(opened, args, out, err)
         if args.command == 'show':
             return await show_run(opened, args, out)
+        if args.command == 'index':
+            return await index_store(opened, args, out)
         return await search_store(opened, args, out, err)
 
 
