@@ -200,6 +200,11 @@ def _run_json(command: list[str], timeout: float, env: dict[str, str] | None = N
 
     `None` when it printed nothing before the timeout.
     """
+    # Let measured processes cache bytecode: with PYTHONDONTWRITEBYTECODE set (some machines set it),
+    # every cold process would compile the modules its first search imports lazily (pydantic-ai's
+    # 1.6 MB price table among them), which is neither side's search.
+    env = dict(os.environ if env is None else env)
+    env.pop('PYTHONDONTWRITEBYTECODE', None)
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as expired:
