@@ -20,6 +20,7 @@ from .._records import RunRecord
 from ..history import RunHistory
 from ._bm25 import Bm25Params, idf, score_term
 from ._render import index_text
+from ._scoring import term_order
 from ._tokenize import tokenize
 
 __all__ = ('Hit', 'IndexedRun', 'Role', 'Section', 'build_sections', 'message_role', 'rank_sections')
@@ -176,7 +177,7 @@ def rank_sections(
     total_length = sum(sum(section.indexed.lengths[section.first :]) for section in sections)
     avgdl = total_length / n_docs if n_docs else 0.0
     rarity: dict[str, float] = {}
-    scores: dict[tuple[int, int], float] = {}
+    found: list[tuple[str, float, list[tuple[Section, int, int]]]] = []
     for term in dict.fromkeys(terms):
         matches = [
             (section, position, tf)
@@ -186,6 +187,10 @@ def rank_sections(
         ]
         term_idf = idf(n_docs, len(matches))
         rarity[term] = term_idf
+        found.append((term, term_idf, matches))
+    scores: dict[tuple[int, int], float] = {}
+    # Added in one fixed term order, the persistent index's too, so both sum alike to the last bit.
+    for _, term_idf, matches in sorted(found, key=lambda item: term_order(item[0], item[1])):
         for section, position, tf in matches:
             gain = score_term(tf, section.indexed.lengths[position], avgdl, term_idf, params)
             if gain > 0:

@@ -31,11 +31,12 @@ from ..index._storage import IndexedRunRow
 from ..stores._protocol import StepStore
 from ._bm25 import Bm25Params, idf
 from ._corpus import Filters, Hit, IndexedRun, Section
-from ._scoring import IndexedRunView, add_scores, run_matches, scope_matches
+from ._scoring import IndexedRunView, Match, run_matches, scope_matches, top_scores
 
 __all__ = ('IndexedCorpus', 'Ranked')
 
 _ALL = object()
+_POSITION = (1 << 32) - 1
 
 
 @dataclass
@@ -43,8 +44,12 @@ class _Scope:
     generation: str
     runs: dict[int, IndexedRunView]
     by_id: dict[str, IndexedRunView]
+    by_order: list[IndexedRunView]
     docs: int
     length: int
+    details: dict[str, tuple[RunRecord, IndexedRunRow]] = field(
+        default_factory=dict[str, tuple[RunRecord, IndexedRunRow]]
+    )
     terms: OrderedDict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]] = field(
         default_factory=OrderedDict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]]
     )
@@ -88,6 +93,7 @@ class IndexedCorpus:
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
         self._shown: OrderedDict[tuple[str, str, int], ModelMessage] = OrderedDict()
+        self._ranked: _Scope | None = None
         self._max_shown = max_cached_messages
 
     async def refresh(self, conversation_id: str | None, *, all_scopes: bool) -> list[CorruptSnapshotError]:
@@ -123,7 +129,7 @@ class IndexedCorpus:
         Call `refresh` first: this ranks what the index held then. With `limit`, only the best
         `limit` hits are returned (ties broken by corpus order, as in the full ranking).
         """
-        scope = self._scopes[_ALL if all_scopes else conversation_id]
+        scope = self._ranked = self._scopes[_ALL if all_scopes else conversation_id]
         only: IndexedRunView | None = None
         head: list[Counter[str]] = []
         if run_id is not None:
@@ -140,26 +146,31 @@ class IndexedCorpus:
         postings = await self._postings(scope, terms, conversation_id, all_scopes=all_scopes)
         avgdl = length / total
         rarity: dict[str, float] = {}
-        scores: dict[tuple[IndexedRunView, int], float] = {}
+        scored_terms: list[tuple[str, float, Sequence[Match]]] = []
         for term in dict.fromkeys(terms):
             found = postings.get(term, [])
             matches = run_matches(only, head, term, found, total) if only is not None else scope_matches(found)
             term_idf = idf(total, sum(end - start for _, _, _, _, start, end in matches))
             rarity[term] = term_idf
-            add_scores(scores, matches, term_idf, avgdl, params)
-        scored = [((run, position), score) for (run, position), score in scores.items()]
-        if filters.roles is not None or filters.since is not None or filters.until is not None:
-            scored = await self._filtered(scored, filters)
-        ranking = [(-score, run.order, position, run) for (run, position), score in scored]
+            scored_terms.append((term, term_idf, matches))
+        filtered = filters.roles is not None or filters.since is not None or filters.until is not None
+        # Pruning needs the best `limit` to be the answer's; filters decide that only afterwards.
+        scores = top_scores(scored_terms, avgdl, params, None if filtered else limit)
+        if filtered:
+            scores = await self._filtered(scope, scores, filters)
+        # Keys are `order << 32 | position`, so ordering by (-score, key) is the corpus tie order.
         # Only the best `limit` need sorting: the rest can never reach the answer.
-        best = heapq.nsmallest(limit, ranking) if limit is not None and limit < len(ranking) else sorted(ranking)
-        hits = [Hit(_section(run, only is not None), position, -score) for score, _, position, run in best]
+        ranking = ((-score, key) for key, score in scores.items())
+        best = heapq.nsmallest(limit, ranking) if limit is not None else sorted(ranking)
+        hits = [
+            Hit(_section(scope.by_order[key >> 32], only is not None), key & _POSITION, -score) for score, key in best
+        ]
         return Ranked(total=total, hits=hits, rarity=rarity, unreadable=[])
 
     async def times(self, hits: Sequence[Hit]) -> dict[tuple[str, int], float]:
-        """Each hit's message time (POSIX seconds), for newest/oldest order."""
-        rows = await self._storage.load_runs(sorted({hit.section.indexed.run.run_id for hit in hits}))
-        times = {run_id: decode_floats(row.times) for run_id, row in rows.items()}
+        """Each hit's message time (POSIX seconds), for newest/oldest order (hits of the last `rank`)."""
+        details = await self._details({hit.section.indexed.run.run_id for hit in hits})
+        times = {run_id: decode_floats(row.times) for run_id, (_, row) in details.items()}
         out: dict[tuple[str, int], float] = {}
         for hit in hits:
             run_id = hit.section.indexed.run.run_id
@@ -175,13 +186,12 @@ class IndexedCorpus:
             start = max(section.first, hit.position - context_lines)
             end = min(size, hit.position + context_lines + 1)
             wanted.setdefault(section.indexed.run.run_id, set()).update(range(start, end))
-        rows = await self._storage.load_runs(sorted(wanted))
+        details = await self._details(set(wanted))
         loaded: dict[str, IndexedRun] = {}
         for run_id, positions in wanted.items():
-            record = await self._store.get_run(run_id)
-            row = rows.get(run_id)
-            if record is None or row is None:
+            if run_id not in details:
                 continue
+            record, row = details[run_id]
             seqs = decode_ints(row.seqs)
             messages = await self._messages(record, {p: seqs[p] for p in positions})
             loaded[run_id] = IndexedRun(record, row.seen, _Window(len(seqs), messages), (), [], {})
@@ -197,14 +207,26 @@ class IndexedCorpus:
         """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
         if run.first == 0:
             return []
-        rows = await self._storage.load_runs([run.run_id])
-        record = await self._store.get_run(run.run_id)
-        row = rows.get(run.run_id)
-        if row is None or record is None:
+        details = await self._details({run.run_id})
+        if run.run_id not in details:
             return []
+        record, row = details[run.run_id]
         seqs = decode_ints(row.seqs)
         messages = await self._messages(record, {p: seqs[p] for p in range(run.first)})
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(run.first)]
+
+    async def _details(self, run_ids: set[str]) -> dict[str, tuple[RunRecord, IndexedRunRow]]:
+        """Run records and full index rows of runs of the last ranked scope, kept while its generation holds."""
+        scope = self._ranked
+        assert scope is not None, 'rank first'
+        missing = sorted(run_id for run_id in run_ids if run_id not in scope.details)
+        if missing:
+            rows = await self._storage.load_runs(missing)
+            for run_id in missing:
+                record = await self._store.get_run(run_id)
+                if record is not None and run_id in rows:
+                    scope.details[run_id] = (record, rows[run_id])
+        return {run_id: scope.details[run_id] for run_id in run_ids if run_id in scope.details}
 
     async def _messages(self, run: RunRecord, seqs: Mapping[int, int]) -> dict[int, ModelMessage]:
         """Record messages by position, from the store or from recent answers (a warm process re-shows them).
@@ -248,27 +270,30 @@ class IndexedCorpus:
             scope.terms.popitem(last=False)
         return out
 
-    async def _filtered(
-        self, ordered: list[tuple[tuple[IndexedRunView, int], float]], filters: Filters
-    ) -> list[tuple[tuple[IndexedRunView, int], float]]:
-        runs = sorted({run.run_id for (run, _), _ in ordered})
-        rows = await self._storage.load_runs(runs)
-        roles = {run_id: row.roles for run_id, row in rows.items()}
-        times = {run_id: decode_floats(row.times) for run_id, row in rows.items()}
+    async def _filtered(self, scope: _Scope, scores: dict[int, float], filters: Filters) -> dict[int, float]:
+        orders = sorted({key >> 32 for key in scores})
+        rows = await self._storage.load_runs([scope.by_order[order].run_id for order in orders])
+        roles: dict[int, bytes] = {}
+        times: dict[int, Sequence[float]] = {}
+        for order in orders:
+            row = rows.get(scope.by_order[order].run_id)
+            if row is not None:
+                roles[order], times[order] = row.roles, decode_floats(row.times)
         since = filters.since.timestamp() if filters.since is not None else None
         until = filters.until.timestamp() if filters.until is not None else None
-        kept: list[tuple[tuple[IndexedRunView, int], float]] = []
-        for (run, position), score in ordered:
-            if run.run_id not in rows:
+        kept: dict[int, float] = {}
+        for key, score in scores.items():
+            order, position = key >> 32, key & _POSITION
+            if order not in roles:
                 continue
-            if filters.roles is not None and ROLE_NAMES[roles[run.run_id][position]] not in filters.roles:
+            if filters.roles is not None and ROLE_NAMES[roles[order][position]] not in filters.roles:
                 continue
-            moment = times[run.run_id][position]
+            moment = times[order][position]
             if since is not None and moment < since:
                 continue
             if until is not None and moment > until:
                 continue
-            kept.append(((run, position), score))
+            kept[key] = score
         return kept
 
 
@@ -316,11 +341,13 @@ def _section(run: IndexedRunView, whole: bool) -> Section:
 def _load_scope(generation: str, rows: Sequence[IndexedRunRow]) -> _Scope:
     runs: dict[int, IndexedRunView] = {}
     by_id: dict[str, IndexedRunView] = {}
+    by_order: list[IndexedRunView] = []
     docs = length = 0
     for order, row in enumerate(rows):
         lengths = decode_ints(row.lengths)
         run = IndexedRunView(row.run_key, row.run_id, order, row.first, lengths)
         runs[row.run_key] = by_id[row.run_id] = run
+        by_order.append(run)
         docs += max(len(lengths) - row.first, 0)
         length += sum(lengths[row.first :])
-    return _Scope(generation, runs, by_id, docs, length)
+    return _Scope(generation, runs, by_id, by_order, docs, length)

@@ -7,6 +7,7 @@ bit-identical scores.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
@@ -14,7 +15,16 @@ from dataclasses import dataclass
 
 from ._bm25 import Bm25Params
 
-__all__ = ('IndexedRunView', 'Match', 'add_scores', 'run_matches', 'scope_matches')
+__all__ = (
+    'IndexedRunView',
+    'Match',
+    'add_scores',
+    'add_scores_to_known',
+    'run_matches',
+    'scope_matches',
+    'term_order',
+    'top_scores',
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,22 +74,116 @@ def run_matches(
 
 
 def add_scores(
-    scores: dict[tuple[IndexedRunView, int], float],
+    scores: dict[int, float],
     matches: Sequence[Match],
     idf: float,
     avgdl: float,
     params: Bm25Params,
 ) -> None:
-    """Add one term's BM25 contribution to each matching document's score."""
+    """Add one term's BM25 contribution to each matching document's score.
+
+    Documents are keyed `run.order << 32 | position`: ints, which the garbage collector does not
+    track, where a tuple per posting would set off collections over the whole heap.
+    """
     if avgdl <= 0:
         return
     k1, b = params.k1, params.b
     for run, positions, tfs, lengths, start, end in matches:
+        base = run.order << 32
         for index in range(start, end):
             tf, dl = tfs[index], lengths[positions[index]]
             if tf <= 0 or dl <= 0:
                 continue
             gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
             if gain > 0:
-                key = (run, positions[index])
+                key = base | positions[index]
                 scores[key] = scores.get(key, 0.0) + gain
+
+
+def add_scores_to_known(
+    scores: dict[int, float],
+    matches: Sequence[Match],
+    idf: float,
+    avgdl: float,
+    params: Bm25Params,
+) -> None:
+    """`add_scores`, but only to documents already scored: a term too common to lift a new one into the top."""
+    if avgdl <= 0 or not scores:
+        return
+    k1, b = params.k1, params.b
+    postings = sum(end - start for *_, start, end in matches)
+    if len(scores) * 8 < postings:
+        # Few candidates, many postings: look each candidate up in its run's positions.
+        by_order: dict[int, list[int]] = {}
+        for key in scores:
+            by_order.setdefault(key >> 32, []).append(key & _POSITION)
+        for run, positions, tfs, lengths, start, end in matches:
+            wanted = by_order.get(run.order)
+            if not wanted:
+                continue
+            base = run.order << 32
+            for position in wanted:
+                index = bisect_left(positions, position, start, end)
+                if index < end and positions[index] == position:
+                    tf, dl = tfs[index], lengths[position]
+                    if tf > 0 and dl > 0:
+                        gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+                        if gain > 0:
+                            scores[base | position] += gain
+        return
+    for run, positions, tfs, lengths, start, end in matches:
+        base = run.order << 32
+        for index in range(start, end):
+            key = base | positions[index]
+            if key not in scores:
+                continue
+            tf, dl = tfs[index], lengths[positions[index]]
+            if tf <= 0 or dl <= 0:
+                continue
+            gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+            if gain > 0:
+                scores[key] += gain
+
+
+def top_scores(
+    terms: Sequence[tuple[str, float, Sequence[Match]]], avgdl: float, params: Bm25Params, k: int | None
+) -> dict[int, float]:
+    """Scores complete for every document that can be among the best `k` (MaxScore pruning).
+
+    A term adds at most `idf * (k1 + 1)` to a document. Terms are taken rarest first; once the
+    `k`-th best score so far is above what all the remaining terms could add together, a document
+    not scored yet can never reach the best `k` (scores only grow), so the remaining terms only add
+    to documents already scored. Every score returned is exact; documents left out score below
+    the `k`-th best (or tie it only if already present, so ties resolve as in the full ranking).
+
+    Terms are added in `term_order`, the order the in-memory corpus adds them in too, so both
+    sum the same floats in the same order and agree to the last bit.
+
+    Args:
+        terms: `(term, idf, matches)` per distinct query term.
+        avgdl: The scope's mean document length.
+        params: `k1` and `b`.
+        k: How many of the best documents must be exact and present; `None` scores everything.
+    """
+    ordered = sorted(terms, key=lambda item: term_order(item[0], item[1]))
+    bounds = [idf * (params.k1 + 1) for _, idf, _ in ordered]
+    remaining = [sum(bounds[index:]) for index in range(len(bounds) + 1)]
+    scores: dict[int, float] = {}
+    pruning = False
+    for index, (_, idf, matches) in enumerate(ordered):
+        if pruning:
+            add_scores_to_known(scores, matches, idf, avgdl, params)
+            continue
+        add_scores(scores, matches, idf, avgdl, params)
+        if k is not None and len(scores) >= k:
+            threshold = heapq.nlargest(k, scores.values())[-1]
+            pruning = remaining[index + 1] < threshold
+    return scores
+
+
+def term_order(term: str, idf: float) -> tuple[float, str]:
+    """The order query terms' scores are added in: rarest first, then by term."""
+    return (-idf, term)
+
+
+_POSITION = (1 << 32) - 1

@@ -173,16 +173,24 @@ class Searcher:
         terms = list(dict.fromkeys(tokenize(query)))[:_MAX_QUERY_TERMS]
         async with self._lock:
             problems = await corpus.refresh(conversation_id, all_scopes=all_scopes)
-            ranked = await corpus.rank(
-                terms,
-                self.params,
-                _filters(request),
-                conversation_id=conversation_id,
-                all_scopes=all_scopes,
-                run_id=request.run_id,
-                # Each chosen hit's window hides at most 2 * context_lines + 1 others.
-                limit=self.max_matches * (2 * self.context_lines + 2) if request.order == 'relevance' else None,
-            )
+            # Relevance order needs only the best few ranked exactly: start from `max_matches` and
+            # widen while the windows of the hits chosen hide so many that more must be looked at.
+            limit = self.max_matches if request.order == 'relevance' else None
+            while True:
+                ranked = await corpus.rank(
+                    terms,
+                    self.params,
+                    _filters(request),
+                    conversation_id=conversation_id,
+                    all_scopes=all_scopes,
+                    run_id=request.run_id,
+                    limit=limit,
+                )
+                if limit is None or len(ranked.hits) < limit:
+                    break
+                if len(_distinct(ranked.hits, self.max_matches, self.context_lines)) >= self.max_matches:
+                    break
+                limit *= 4
             unreadable = [
                 f'run {_answer.echo(error.run_id)}, snapshot {error.index} ({error.reason})' for error in problems
             ]
