@@ -123,7 +123,7 @@ class Indexer:
             first = await self._inherited_prefix(run, builder, first)
         replaced: dict[int, Counter[str]] = {}
         affected: set[str] = set()
-        added: dict[str, list[tuple[int, int]]] = {}
+        added: dict[str, list[tuple[int, int, int]]] = {}
         hashes: list[bytes] = []
         for position in sorted(changes):
             message = builder.message(position)
@@ -142,8 +142,9 @@ class Indexer:
                     affected.update(before, terms)
                 continue
             hashes.append(hash_key(builder.hash(position)))
+            length = terms.total()
             for term, count in terms.items():
-                added.setdefault(term, []).append((position, count))
+                added.setdefault(term, []).append((position, count, length))
         postings_set = await self._rewritten(run, affected, replaced, added) if replaced else {}
         for term in postings_set:
             added.pop(term, None)
@@ -202,7 +203,7 @@ class Indexer:
         run: RunRecord,
         terms: set[str],
         replaced: dict[int, Counter[str]],
-        added: dict[str, list[tuple[int, int]]],
+        added: dict[str, list[tuple[int, int, int]]],
     ) -> dict[str, bytes]:
         """Whole new postings of the terms an earlier, re-indexed position had or has."""
         rows = await self._storage.postings(sorted(terms), run.conversation_id, all_scopes=run.conversation_id is None)
@@ -210,18 +211,17 @@ class Indexer:
         run_key = own.run_key if own is not None else None
         out: dict[str, bytes] = {}
         for term in terms:
-            pairs: dict[int, int] = {}
+            kept: dict[int, tuple[int, int, int]] = {}
             for found in rows.get(term, []):
                 if found.run_key == run_key:
-                    positions, tfs = decode_postings(found.postings)
-                    pairs.update(zip(positions, tfs, strict=True))
-            for position in replaced:
-                pairs.pop(position, None)
-                count = replaced[position].get(term, 0)
-                if count:
-                    pairs[position] = count
-            pairs.update(added.get(term, []))
-            out[term] = encode_postings(sorted(pairs.items()))
+                    positions, tfs, lengths = decode_postings(found.postings)
+                    kept.update((p, (p, tf, dl)) for p, tf, dl in zip(positions, tfs, lengths, strict=True))
+            for position, counts in replaced.items():
+                kept.pop(position, None)
+                if counts.get(term, 0):
+                    kept[position] = (position, counts[term], counts.total())
+            kept.update((entry[0], entry) for entry in added.get(term, []))
+            out[term] = encode_postings([kept[position] for position in sorted(kept)])
         return out
 
 

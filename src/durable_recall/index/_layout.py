@@ -1,9 +1,10 @@
 """How the index packs its per-position arrays and postings into bytes.
 
 Fixed-width little-endian arrays: `array.frombytes` decodes them at C speed, which is what keeps a
-cold search from paying a Python loop per posting. Postings interleave `(position, tf)` pairs of
-unsigned 32-bit ints, positions increasing, so appending a later catch-up's positions is a byte
-concatenation the database can do in place.
+cold search from paying a Python loop per posting. Postings interleave `(position, tf, length)`
+triples of unsigned 32-bit ints, positions increasing, so appending a later catch-up's positions
+is a byte concatenation the database can do in place, and a search scores a posting without
+reading anything else about its document.
 """
 
 from __future__ import annotations
@@ -64,20 +65,20 @@ def decode_ints(data: bytes) -> array[int]:
     return packed
 
 
-_PAIR = struct.Struct('<II')
+_TRIPLE = struct.Struct('<III')
 
 
-def encode_postings(pairs: Sequence[tuple[int, int]]) -> bytes:
-    """`(position, tf)` pairs, positions increasing."""
-    if len(pairs) == 1:
-        return _PAIR.pack(*pairs[0])
-    return b''.join([_PAIR.pack(position, tf) for position, tf in pairs])
+def encode_postings(postings: Sequence[tuple[int, int, int]]) -> bytes:
+    """`(position, tf, document length)` triples, positions increasing."""
+    if len(postings) == 1:
+        return _TRIPLE.pack(*postings[0])
+    return b''.join([_TRIPLE.pack(position, tf, length) for position, tf, length in postings])
 
 
-def decode_postings(data: bytes) -> tuple[Sequence[int], Sequence[int]]:
-    """Positions and term frequencies, as two aligned sequences."""
+def decode_postings(data: bytes) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
+    """Positions, term frequencies and document lengths, as three aligned sequences."""
     flat = decode_ints(data)
-    return flat[0::2], flat[1::2]
+    return flat[0::3], flat[1::3], flat[2::3]
 
 
 def encode_floats(values: Iterable[float]) -> bytes:

@@ -13,7 +13,9 @@ Identifiers:
 * a *document* is one position of one run's record.
 
 Postings are kept per `(term, scope key, run key)`: the run's positions holding the term, with
-their term frequency, as a blob ([`encode_postings`][durable_recall.index._layout.encode_postings]).
+their term frequency and the document's length, as a blob
+([`encode_postings`][durable_recall.index._layout.encode_postings]). Only a run's own positions
+have postings (from `first` on): what it inherited is indexed under the run that persisted it.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ class RunCommit:
         lengths, seqs, roles, times: The run's whole per-position arrays, as in `IndexedRunRow`.
         state: The builder state to resume from.
         postings_add: Term -> postings to append to the run's row of that term (positions
-            greater than any the row holds).
+            greater than any the row holds), as `encode_postings` packs them.
         postings_set: Term -> the run's whole new postings for that term (empty: delete the row),
             for terms whose earlier positions changed.
         hashes: Content hashes (raw bytes) of the record positions added, for the inheritance
@@ -152,6 +154,10 @@ class IndexStorage(Protocol):
 
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
         """The index rows of these runs (runs never indexed are left out)."""
+        ...
+
+    async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
+        """The index rows of these run keys (keys not found are left out)."""
         ...
 
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:

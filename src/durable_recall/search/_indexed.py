@@ -2,9 +2,10 @@
 
 A search first asks the store where the scope's index stands (one small read); if runs saved
 snapshots since they were indexed, it catches them up (reading only those snapshots). It then
-reads the postings of the query's terms and scores them with the same BM25 arithmetic as the
-in-memory corpus, over the same documents, so both rank alike. Only the messages the answer shows
-are read back from the store.
+reads the postings of the query's terms, which carry each document's length, and scores them with
+the same BM25 arithmetic as the in-memory corpus, over the same documents, so both rank alike.
+Only the runs and messages the answer shows are read back from the store: a cold search never
+lists the scope's runs.
 
 What a process keeps between searches is tagged with the scope's generation: while no run of the
 scope is indexed again, a warm search reads nothing but the generation and the postings of terms
@@ -17,7 +18,7 @@ import heapq
 from collections import Counter, OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import overload
 
 from pydantic_ai.messages import ModelMessage
@@ -31,28 +32,42 @@ from ..index._storage import IndexedRunRow
 from ..stores._protocol import StepStore
 from ._bm25 import Bm25Params, idf
 from ._corpus import Filters, Hit, IndexedRun, Section
-from ._scoring import IndexedRunView, Match, run_matches, scope_matches, top_scores
+from ._scoring import Match, Postings, run_matches, scope_matches, top_scores
 
 __all__ = ('IndexedCorpus', 'Ranked')
 
 _ALL = object()
 _POSITION = (1 << 32) - 1
+_RETRIES = 4
+_BATCH_RECORDS = 32
+
+
+@dataclass(frozen=True, eq=False)
+class _Run:
+    """A run of the scope the search had to look at: its record, index row and record length."""
+
+    record: RunRecord
+    row: IndexedRunRow
+    size: int
+
+    @property
+    def order(self) -> tuple[datetime, str]:
+        """Corpus order: runs oldest first, ties by run id (as `list_runs` gives them)."""
+        return self.record.started_at, self.record.run_id
 
 
 @dataclass
 class _Scope:
     generation: str
-    runs: dict[int, IndexedRunView]
-    by_id: dict[str, IndexedRunView]
-    by_order: list[IndexedRunView]
+    conversation_id: str | None
     docs: int
     length: int
-    details: dict[str, tuple[RunRecord, IndexedRunRow]] = field(
-        default_factory=dict[str, tuple[RunRecord, IndexedRunRow]]
-    )
-    terms: OrderedDict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]] = field(
-        default_factory=OrderedDict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]]
-    )
+    terms: OrderedDict[str, Postings] = field(default_factory=OrderedDict[str, Postings])
+    runs: dict[int, _Run] = field(default_factory=dict[int, _Run])
+
+
+class _Moved(Exception):
+    """The scope's index changed while a search read it: read it again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,10 +76,10 @@ class Ranked:
 
     Attributes:
         total: Documents searched.
-        hits: Hits best first (or in the requested order), each with its section and the
-            messages its window shows loaded.
+        hits: Hits best first (or in the requested order); their sections name the run and its
+            size, and `load_windows` reads the messages they show.
         rarity: Each query term's idf.
-        unreadable: Runs whose snapshots could not be read, as `(run id, snapshot, reason)`.
+        unreadable: Runs whose snapshots could not be read.
         known_run: For a `run_id` search, whether the scope holds the run.
     """
 
@@ -93,8 +108,8 @@ class IndexedCorpus:
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
         self._shown: OrderedDict[tuple[str, str, int], ModelMessage] = OrderedDict()
-        self._ranked: _Scope | None = None
         self._max_shown = max_cached_messages
+        self._ranked: _Scope | None = None
 
     async def refresh(self, conversation_id: str | None, *, all_scopes: bool) -> list[CorruptSnapshotError]:
         """Catch the scope's index up with its snapshots; returns the runs that could not be read."""
@@ -106,8 +121,8 @@ class IndexedCorpus:
         key = _ALL if all_scopes else conversation_id
         cached = self._scopes.get(key)
         if cached is None or cached.generation != status.generation:
-            rows = await self._storage.scope_runs(conversation_id, all_scopes=all_scopes)
-            self._scopes[key] = _load_scope(status.generation, rows)
+            conversation = None if all_scopes else conversation_id
+            self._scopes[key] = _Scope(status.generation, conversation, status.docs, status.length)
         self._scopes.move_to_end(key)
         while len(self._scopes) > self._max_scopes:
             self._scopes.popitem(last=False)
@@ -126,19 +141,46 @@ class IndexedCorpus:
     ) -> Ranked:
         """Exact BM25 over the scope's documents (or one run's whole record, for `run_id`).
 
-        Call `refresh` first: this ranks what the index held then. With `limit`, only the best
-        `limit` hits are returned (ties broken by corpus order, as in the full ranking).
+        Call `refresh` first. With `limit`, only the best `limit` hits are returned (ties broken
+        by corpus order, as in the full ranking).
         """
+        for _ in range(_RETRIES):
+            try:
+                return await self._rank(
+                    terms,
+                    params,
+                    filters,
+                    conversation_id=conversation_id,
+                    all_scopes=all_scopes,
+                    run_id=run_id,
+                    limit=limit,
+                )
+            except _Moved:
+                await self.refresh(conversation_id, all_scopes=all_scopes)
+        raise RuntimeError('the search index kept changing while it was read; retry the search')
+
+    async def _rank(
+        self,
+        terms: Sequence[str],
+        params: Bm25Params,
+        filters: Filters,
+        *,
+        conversation_id: str | None,
+        all_scopes: bool,
+        run_id: str | None,
+        limit: int | None,
+    ) -> Ranked:
         scope = self._ranked = self._scopes[_ALL if all_scopes else conversation_id]
-        only: IndexedRunView | None = None
+        only: _Run | None = None
         head: list[Counter[str]] = []
         if run_id is not None:
-            only = scope.by_id.get(run_id)
-            if only is None or not only.lengths:
+            only = await self._run_by_id(scope, run_id, None if all_scopes else conversation_id)
+            if only is None or only.size == 0:
                 return Ranked(total=0, hits=[], rarity={}, unreadable=[], known_run=only is not None)
             head = await self._head(only)
-            total = len(only.lengths)
-            length = sum(counts.total() for counts in head) + sum(only.lengths[only.first :])
+            total = only.size
+            lengths = decode_ints(only.row.lengths)
+            length = sum(counts.total() for counts in head) + sum(lengths[only.row.first :])
         else:
             total, length = scope.docs, scope.length
         if total == 0:
@@ -149,7 +191,7 @@ class IndexedCorpus:
         scored_terms: list[tuple[str, float, Sequence[Match]]] = []
         for term in dict.fromkeys(terms):
             found = postings.get(term, [])
-            matches = run_matches(only, head, term, found, total) if only is not None else scope_matches(found)
+            matches = run_matches(only.row.run_key, head, term, found) if only is not None else scope_matches(found)
             term_idf = idf(total, sum(end - start for _, _, _, _, start, end in matches))
             rarity[term] = term_idf
             scored_terms.append((term, term_idf, matches))
@@ -158,19 +200,33 @@ class IndexedCorpus:
         scores = top_scores(scored_terms, avgdl, params, None if filtered else limit)
         if filtered:
             scores = await self._filtered(scope, scores, filters)
-        # Keys are `order << 32 | position`, so ordering by (-score, key) is the corpus tie order.
-        # Only the best `limit` need sorting: the rest can never reach the answer.
-        ranking = ((-score, key) for key, score in scores.items())
-        best = heapq.nsmallest(limit, ranking) if limit is not None else sorted(ranking)
-        hits = [
-            Hit(_section(scope.by_order[key >> 32], only is not None), key & _POSITION, -score) for score, key in best
-        ]
+        best = await self._best(scope, scores, limit)
+        hits = [Hit(_section(run, whole=only is not None), key & _POSITION, score) for key, score, run in best]
         return Ranked(total=total, hits=hits, rarity=rarity, unreadable=[])
+
+    async def _best(self, scope: _Scope, scores: dict[int, float], limit: int | None) -> list[tuple[int, float, _Run]]:
+        """The best `limit` documents (all, for `None`) in corpus order among equal scores."""
+        if limit is not None and len(scores) > limit:
+            chosen = heapq.nsmallest(limit, ((-score, key) for key, score in scores.items()))
+            # Whoever ties the last one may come first in corpus order: keep every tie.
+            boundary = chosen[-1][0]
+            picked = {key for _, key in chosen}
+            chosen += [(-score, key) for key, score in scores.items() if -score == boundary and key not in picked]
+        else:
+            chosen = [(-score, key) for key, score in scores.items()]
+        runs = await self._runs(scope, {key >> 32 for _, key in chosen})
+        ordered = sorted(
+            ((score, runs[key >> 32].order, key & _POSITION, key) for score, key in chosen if key >> 32 in runs),
+        )
+        if limit is not None:
+            ordered = ordered[:limit]
+        return [(key, -score, runs[key >> 32]) for score, _, _, key in ordered]
 
     async def times(self, hits: Sequence[Hit]) -> dict[tuple[str, int], float]:
         """Each hit's message time (POSIX seconds), for newest/oldest order (hits of the last `rank`)."""
-        details = await self._details({hit.section.indexed.run.run_id for hit in hits})
-        times = {run_id: decode_floats(row.times) for run_id, (_, row) in details.items()}
+        scope = self._ranked
+        assert scope is not None, 'rank first'
+        times = {run.record.run_id: decode_floats(run.row.times) for run in scope.runs.values()}
         out: dict[tuple[str, int], float] = {}
         for hit in hits:
             run_id = hit.section.indexed.run.run_id
@@ -178,55 +234,71 @@ class IndexedCorpus:
         return out
 
     async def load_windows(self, hits: Sequence[Hit], context_lines: int) -> list[Hit]:
-        """The hits with their run records and the messages their windows show, read from the store."""
+        """The hits with the messages their windows show, read from the store (or recent answers)."""
+        scope = self._ranked
+        assert scope is not None, 'rank first'
+        by_id = {run.record.run_id: run for run in scope.runs.values()}
         wanted: dict[str, set[int]] = {}
         for hit in hits:
             section = hit.section
-            size = len(section.indexed.messages)
             start = max(section.first, hit.position - context_lines)
-            end = min(size, hit.position + context_lines + 1)
+            end = min(len(section.indexed.messages), hit.position + context_lines + 1)
             wanted.setdefault(section.indexed.run.run_id, set()).update(range(start, end))
-        details = await self._details(set(wanted))
         loaded: dict[str, IndexedRun] = {}
         for run_id, positions in wanted.items():
-            if run_id not in details:
-                continue
-            record, row = details[run_id]
-            seqs = decode_ints(row.seqs)
-            messages = await self._messages(record, {p: seqs[p] for p in positions})
-            loaded[run_id] = IndexedRun(record, row.seen, _Window(len(seqs), messages), (), [], {})
-        out: list[Hit] = []
-        for hit in hits:
-            indexed = loaded.get(hit.section.indexed.run.run_id)
-            if indexed is None:
-                continue
-            out.append(Hit(Section(indexed, hit.section.first, hit.section.order), hit.position, hit.score))
-        return out
+            run = by_id[run_id]
+            seqs = decode_ints(run.row.seqs)
+            messages = await self._messages(run.record, {p: seqs[p] for p in positions})
+            loaded[run_id] = IndexedRun(run.record, run.row.seen, _Window(run.size, messages), (), [], {})
+        return [
+            Hit(
+                Section(loaded[hit.section.indexed.run.run_id], hit.section.first, hit.section.order),
+                hit.position,
+                hit.score,
+            )
+            for hit in hits
+        ]
 
-    async def _head(self, run: IndexedRunView) -> list[Counter[str]]:
-        """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
-        if run.first == 0:
-            return []
-        details = await self._details({run.run_id})
-        if run.run_id not in details:
-            return []
-        record, row = details[run.run_id]
-        seqs = decode_ints(row.seqs)
-        messages = await self._messages(record, {p: seqs[p] for p in range(run.first)})
-        return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(run.first)]
+    async def _run_by_id(self, scope: _Scope, run_id: str, conversation_id: str | None) -> _Run | None:
+        """A run of the scope by id (`None` for a run outside it, unknown, or never indexed)."""
+        record = await self._store.get_run(run_id)
+        if record is None or (conversation_id is not None and record.conversation_id != conversation_id):
+            return None
+        row = (await self._storage.load_runs([run_id])).get(run_id)
+        if row is None:
+            return None
+        run = _Run(record, row, len(row.lengths) // 4)
+        scope.runs[row.run_key] = run
+        return run
 
-    async def _details(self, run_ids: set[str]) -> dict[str, tuple[RunRecord, IndexedRunRow]]:
-        """Run records and full index rows of runs of the last ranked scope, kept while its generation holds."""
-        scope = self._ranked
-        assert scope is not None, 'rank first'
-        missing = sorted(run_id for run_id in run_ids if run_id not in scope.details)
+    async def _runs(self, scope: _Scope, run_keys: set[int]) -> dict[int, _Run]:
+        """Runs by key, from the scope's cache or the store; kept while the scope's generation holds."""
+        missing = sorted(key for key in run_keys if key not in scope.runs)
         if missing:
-            rows = await self._storage.load_runs(missing)
-            for run_id in missing:
-                record = await self._store.get_run(run_id)
-                if record is not None and run_id in rows:
-                    scope.details[run_id] = (record, rows[run_id])
-        return {run_id: scope.details[run_id] for run_id in run_ids if run_id in scope.details}
+            rows = await self._storage.runs_by_key(missing)
+            records: dict[str, RunRecord] = {}
+            if len(rows) > _BATCH_RECORDS:
+                listed = await self._store.list_runs(conversation_id=scope.conversation_id)
+                wanted = {row.run_id for row in rows.values()}
+                records = {record.run_id: record for record in listed if record.run_id in wanted}
+            else:
+                for row in rows.values():
+                    record = await self._store.get_run(row.run_id)
+                    if record is not None:
+                        records[row.run_id] = record
+            for key, row in rows.items():
+                if row.run_id in records:
+                    scope.runs[key] = _Run(records[row.run_id], row, len(row.lengths) // 4)
+        return {key: scope.runs[key] for key in run_keys if key in scope.runs}
+
+    async def _head(self, run: _Run) -> list[Counter[str]]:
+        """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
+        first = run.row.first
+        if first == 0:
+            return []
+        seqs = decode_ints(run.row.seqs)
+        messages = await self._messages(run.record, {p: seqs[p] for p in range(first)})
+        return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _messages(self, run: RunRecord, seqs: Mapping[int, int]) -> dict[int, ModelMessage]:
         """Record messages by position, from the store or from recent answers (a warm process re-shows them).
@@ -251,18 +323,17 @@ class IndexedCorpus:
 
     async def _postings(
         self, scope: _Scope, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
-    ) -> dict[str, list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]]:
+    ) -> dict[str, Postings]:
         missing = [term for term in dict.fromkeys(terms) if term not in scope.terms]
         if missing:
             found = await self._storage.postings(missing, conversation_id, all_scopes=all_scopes)
+            # Postings and statistics must come from one generation: if a run was indexed since
+            # the statistics were read, start over with the new ones.
+            status = await self._storage.status(conversation_id, all_scopes=all_scopes)
+            if status.generation != scope.generation:
+                raise _Moved
             for term in missing:
-                decoded: list[tuple[IndexedRunView, Sequence[int], Sequence[int]]] = []
-                for row in found.get(term, ()):
-                    run = scope.runs.get(row.run_key)
-                    if run is not None:  # indexed after this scope was loaded: next generation
-                        positions, tfs = decode_postings(row.postings)
-                        decoded.append((run, positions, tfs))
-                scope.terms[term] = decoded
+                scope.terms[term] = [(row.run_key, *decode_postings(row.postings)) for row in found.get(term, ())]
         out = {term: scope.terms[term] for term in terms}
         for term in terms:
             scope.terms.move_to_end(term)
@@ -271,24 +342,19 @@ class IndexedCorpus:
         return out
 
     async def _filtered(self, scope: _Scope, scores: dict[int, float], filters: Filters) -> dict[int, float]:
-        orders = sorted({key >> 32 for key in scores})
-        rows = await self._storage.load_runs([scope.by_order[order].run_id for order in orders])
-        roles: dict[int, bytes] = {}
-        times: dict[int, Sequence[float]] = {}
-        for order in orders:
-            row = rows.get(scope.by_order[order].run_id)
-            if row is not None:
-                roles[order], times[order] = row.roles, decode_floats(row.times)
+        runs = await self._runs(scope, {key >> 32 for key in scores})
+        roles = {key: run.row.roles for key, run in runs.items()}
+        times = {key: decode_floats(run.row.times) for key, run in runs.items()}
         since = filters.since.timestamp() if filters.since is not None else None
         until = filters.until.timestamp() if filters.until is not None else None
         kept: dict[int, float] = {}
         for key, score in scores.items():
-            order, position = key >> 32, key & _POSITION
-            if order not in roles:
+            run_key, position = key >> 32, key & _POSITION
+            if run_key not in runs:
                 continue
-            if filters.roles is not None and ROLE_NAMES[roles[order][position]] not in filters.roles:
+            if filters.roles is not None and ROLE_NAMES[roles[run_key][position]] not in filters.roles:
                 continue
-            moment = times[order][position]
+            moment = times[run_key][position]
             if since is not None and moment < since:
                 continue
             if until is not None and moment > until:
@@ -324,30 +390,7 @@ def _shown(message: ModelMessage) -> ModelMessage:
     return strip_artifacts(message) or message
 
 
-_UNREAD = datetime.fromtimestamp(0, UTC)
-
-
-def _section(run: IndexedRunView, whole: bool) -> Section:
-    """A section standing for an indexed run before its record is read: its id, size and first only.
-
-    `load_windows` replaces it with the run's record and the messages its hits show.
-    """
-    record = RunRecord(run_id=run.run_id, conversation_id=None, started_at=_UNREAD, token='')
-    return Section(
-        IndexedRun(record, -1, _Window(len(run.lengths), {}), (), [], {}), 0 if whole else run.first, run.order
-    )
-
-
-def _load_scope(generation: str, rows: Sequence[IndexedRunRow]) -> _Scope:
-    runs: dict[int, IndexedRunView] = {}
-    by_id: dict[str, IndexedRunView] = {}
-    by_order: list[IndexedRunView] = []
-    docs = length = 0
-    for order, row in enumerate(rows):
-        lengths = decode_ints(row.lengths)
-        run = IndexedRunView(row.run_key, row.run_id, order, row.first, lengths)
-        runs[row.run_key] = by_id[row.run_id] = run
-        by_order.append(run)
-        docs += max(len(lengths) - row.first, 0)
-        length += sum(lengths[row.first :])
-    return _Scope(generation, runs, by_id, by_order, docs, length)
+def _section(run: _Run, *, whole: bool) -> Section:
+    """The section a hit of `run` belongs to; `load_windows` fills in the messages it shows."""
+    indexed = IndexedRun(run.record, run.row.seen, _Window(run.size, {}), (), [], {})
+    return Section(indexed, 0 if whole else run.row.first, run.row.run_key)

@@ -11,12 +11,11 @@ import heapq
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ._bm25 import Bm25Params
 
 __all__ = (
-    'IndexedRunView',
+    'Postings',
     'Match',
     'add_scores',
     'add_scores_to_known',
@@ -27,50 +26,27 @@ __all__ = (
 )
 
 
-@dataclass(frozen=True, eq=False)
-class IndexedRunView:
-    """What ranking needs of one indexed run: its key, place in scope, inherited head and lengths."""
+Postings = list[tuple[int, Sequence[int], Sequence[int], Sequence[int]]]
+"""A term's postings in a scope: per run key, positions (increasing), term frequencies and lengths."""
 
-    run_key: int
-    run_id: str
-    order: int
-    first: int
-    lengths: Sequence[int]
-
-
-Postings = list[tuple[IndexedRunView, Sequence[int], Sequence[int]]]
-"""A term's postings in a scope: per run, positions (increasing) and term frequencies."""
-
-Match = tuple[IndexedRunView, Sequence[int], Sequence[int], Sequence[int], int, int]
-"""`(run, positions, tfs, lengths by position, start, end)`: the postings `start:end` count."""
+Match = tuple[int, Sequence[int], Sequence[int], Sequence[int], int, int]
+"""`(run key, positions, tfs, lengths, start, end)`: the postings `start:end` count."""
 
 
 def scope_matches(postings: Postings) -> list[Match]:
-    """A term's postings that count in a scope search: each run's own positions, from `first` on."""
-    matches: list[Match] = []
-    for run, positions, tfs in postings:
-        start = bisect_left(positions, run.first)
-        end = bisect_left(positions, len(run.lengths))
-        if start < end:
-            matches.append((run, positions, tfs, run.lengths, start, end))
-    return matches
+    """A term's postings that count in a scope search: all of them (only own positions are indexed)."""
+    return [(run_key, positions, tfs, lengths, 0, len(positions)) for run_key, positions, tfs, lengths in postings]
 
 
-def run_matches(
-    run: IndexedRunView, head: Sequence[Counter[str]], term: str, postings: Postings, size: int
-) -> list[Match]:
+def run_matches(run_key: int, head: Sequence[Counter[str]], term: str, postings: Postings) -> list[Match]:
     """A term's matches in one run's whole record: its inherited head (terms read back) and its own postings."""
     found = [(position, counts[term], counts.total()) for position, counts in enumerate(head) if counts[term]]
-    for owner, positions, tfs in postings:
-        if owner is run:
-            start, end = bisect_left(positions, run.first), bisect_left(positions, len(run.lengths))
-            found += [(positions[i], tfs[i], run.lengths[positions[i]]) for i in range(start, end)]
+    for owner, positions, tfs, lengths in postings:
+        if owner == run_key:
+            found += zip(positions, tfs, lengths, strict=True)
     if not found:
         return []
-    lengths = [0] * size
-    for position, _, length in found:
-        lengths[position] = length
-    return [(run, [f[0] for f in found], [f[1] for f in found], lengths, 0, len(found))]
+    return [(run_key, [f[0] for f in found], [f[1] for f in found], [f[2] for f in found], 0, len(found))]
 
 
 def add_scores(
@@ -82,16 +58,16 @@ def add_scores(
 ) -> None:
     """Add one term's BM25 contribution to each matching document's score.
 
-    Documents are keyed `run.order << 32 | position`: ints, which the garbage collector does not
+    Documents are keyed `run_key << 32 | position`: ints, which the garbage collector does not
     track, where a tuple per posting would set off collections over the whole heap.
     """
     if avgdl <= 0:
         return
     k1, b = params.k1, params.b
-    for run, positions, tfs, lengths, start, end in matches:
-        base = run.order << 32
+    for run_key, positions, tfs, lengths, start, end in matches:
+        base = run_key << 32
         for index in range(start, end):
-            tf, dl = tfs[index], lengths[positions[index]]
+            tf, dl = tfs[index], lengths[index]
             if tf <= 0 or dl <= 0:
                 continue
             gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
@@ -114,30 +90,30 @@ def add_scores_to_known(
     postings = sum(end - start for *_, start, end in matches)
     if len(scores) * 8 < postings:
         # Few candidates, many postings: look each candidate up in its run's positions.
-        by_order: dict[int, list[int]] = {}
+        by_run: dict[int, list[int]] = {}
         for key in scores:
-            by_order.setdefault(key >> 32, []).append(key & _POSITION)
-        for run, positions, tfs, lengths, start, end in matches:
-            wanted = by_order.get(run.order)
+            by_run.setdefault(key >> 32, []).append(key & _POSITION)
+        for run_key, positions, tfs, lengths, start, end in matches:
+            wanted = by_run.get(run_key)
             if not wanted:
                 continue
-            base = run.order << 32
+            base = run_key << 32
             for position in wanted:
                 index = bisect_left(positions, position, start, end)
                 if index < end and positions[index] == position:
-                    tf, dl = tfs[index], lengths[position]
+                    tf, dl = tfs[index], lengths[index]
                     if tf > 0 and dl > 0:
                         gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
                         if gain > 0:
                             scores[base | position] += gain
         return
-    for run, positions, tfs, lengths, start, end in matches:
-        base = run.order << 32
+    for run_key, positions, tfs, lengths, start, end in matches:
+        base = run_key << 32
         for index in range(start, end):
             key = base | positions[index]
             if key not in scores:
                 continue
-            tf, dl = tfs[index], lengths[positions[index]]
+            tf, dl = tfs[index], lengths[index]
             if tf <= 0 or dl <= 0:
                 continue
             gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))

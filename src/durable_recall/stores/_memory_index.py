@@ -77,6 +77,10 @@ class MemoryIndex:
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
         return {run_id: self._runs[run_id] for run_id in run_ids if run_id in self._runs}
 
+    async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
+        wanted = set(run_keys)
+        return {row.run_key: row for row in self._runs.values() if row.run_key in wanted}
+
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         key = None if all_scopes else self._key(conversation_id)
         if not all_scopes and key is None:

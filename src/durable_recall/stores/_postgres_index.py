@@ -115,6 +115,14 @@ class PostgresIndex:
             rows = {row[1]: indexed_run(*row) for row in await cur.fetchall()}
         return {run_id: rows[run_id] for run_id in run_ids if run_id in rows}
 
+    async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
+        if not run_keys:
+            return {}
+        async with self._db.transaction() as cur:
+            query = 'SELECT ' + _RUN_COLUMNS + ' FROM {index_runs} WHERE run_key = ANY(%s::bigint[])'
+            await cur.execute(self._db.sql(query), (list(run_keys),))
+            return {row[0]: indexed_run(*row) for row in await cur.fetchall()}
+
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         query = (
             _SCOPE_RUNS + _SCOPE_RUNS_ORDER

@@ -92,6 +92,19 @@ class SqliteIndex:
 
         return await self._run(read)
 
+    async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
+        def read(conn: sqlite3.Connection) -> dict[int, IndexedRunRow]:
+            rows: dict[int, IndexedRunRow] = {}
+            with transaction(conn, 'BEGIN'):
+                for chunk in _chunks(run_keys):
+                    found = conn.execute(
+                        f'SELECT {_RUN_COLUMNS} FROM dr_index_runs WHERE run_key IN ({_marks(chunk)})', chunk
+                    )
+                    rows.update((row[0], indexed_run(*row)) for row in found)
+            return rows
+
+        return await self._run(read)
+
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         columns = 'run_key, run_id, scope_key, seen, first, lengths'
         order = 'ORDER BY started_at, run_id'
