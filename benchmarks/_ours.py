@@ -40,6 +40,8 @@ async def measure(
     The cold result is printed (and flushed) as soon as it is known, so a parent that has to stop
     this process for taking too long still gets it.
     """
+    # The model object is the caller's (built with the agent), not the search's: made before the clock.
+    ctx = RunContext[None](deps=None, model=TestModel(), usage=RunUsage(), conversation_id=conversation_id)
     started = time.perf_counter()
     store = spec.open()
     source = (
@@ -48,7 +50,6 @@ async def measure(
         else SnapshotHistorySource(store, max_cached_runs=max_cached_runs)
     )
     search = ConversationSearch(source, scope='conversation')
-    ctx = RunContext[None](deps=None, model=TestModel(), usage=RunUsage(), conversation_id=conversation_id)
     answer = await search.search(ctx, SearchRequest(query=queries[0]))
     first = time.perf_counter() - started
     head = answer.splitlines()[0] if answer else ''

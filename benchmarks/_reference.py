@@ -112,6 +112,8 @@ async def _ingest(database: str, scripts: list[str]) -> dict[str, Any]:
 
 
 async def _search(database: str, conversation_id: str, queries: list[str], repeats: int) -> dict[str, Any]:
+    # The model object is the caller's (built with the agent), not the search's: made before the clock.
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), conversation_id=conversation_id)
     started = time.perf_counter()
     store = SqliteStepStore(database=database)
     toolset = ConversationSearchToolset(
@@ -123,7 +125,6 @@ async def _search(database: str, conversation_id: str, queries: list[str], repea
         bm25_b=0.75,
         scope='conversation',
     )
-    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), conversation_id=conversation_id)
     answer = await toolset.search_conversation_history(ctx, queries[0])
     first = time.perf_counter() - started
     warm: list[float] = []
