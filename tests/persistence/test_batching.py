@@ -6,7 +6,7 @@ what is under test is the queueing policy, which is engine-neutral.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -32,6 +32,10 @@ class SpyStore(InMemoryStepStore):
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
         self.deltas.append(delta)
         return await super().save_snapshot(delta)
+
+    async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        self.deltas.extend(deltas)
+        return await super().save_snapshots(deltas)
 
 
 @pytest.fixture
@@ -141,7 +145,7 @@ class TestInheritedHistory:
         assert len(first_delta.messages) == 1  # only the new prompt crosses the boundary
         snapshots = await store.list_snapshots(runs[1].run_id)
         assert dump_messages(snapshots[-1].messages) == dump_messages(second.all_messages())
-        # Each run still owns its copy of what it inherited.
+        # The run's log still numbers every message it holds, inherited ones included.
         assert len(store._runs[runs[1].run_id].log) == len(second.all_messages())
 
     async def test_history_built_by_hand_is_sent_whole(self) -> None:

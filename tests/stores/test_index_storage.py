@@ -16,7 +16,13 @@ from durable_recall._codec import dump_messages
 from durable_recall.index import IndexStorage, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from durable_recall.index._layout import encode_floats, encode_ints, encode_postings, encode_roles
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
-from durable_recall.stores._migrations import POSTGRES_META, POSTGRES_MIGRATIONS, SQLITE_META, SQLITE_MIGRATIONS
+from durable_recall.stores._migrations import (
+    POSTGRES_META,
+    POSTGRES_MIGRATIONS,
+    SCHEMA_VERSION,
+    SQLITE_META,
+    SQLITE_MIGRATIONS,
+)
 from durable_recall.stores._rows import format_timestamp
 from tests._services.stores import StoreKit
 
@@ -28,7 +34,8 @@ INDEX_TABLES = ('pending', 'index_scopes', 'index_runs', 'index_terms', 'index_h
 
 
 def postings(*pairs: tuple[int, int]) -> bytes:
-    return encode_postings(pairs)
+    """Postings of `(position, tf)` pairs, each document 10 tokens long."""
+    return encode_postings([(position, tf, 10) for position, tf in pairs])
 
 
 async def change(
@@ -563,7 +570,8 @@ class TestMigration:
         finally:
             await store.aclose()
         with closing(sqlite3.connect(path)) as conn:
-            assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('2',)]
+            found = conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall()
+            assert found == [(str(SCHEMA_VERSION),)]
 
     async def test_a_version_1_postgres_schema_is_upgraded_and_backfilled(
         self, postgres_url: str, postgres_schema: str

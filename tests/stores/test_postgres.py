@@ -254,4 +254,16 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         ]
         cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
-        assert SCHEMA_VERSION == 2
+        assert SCHEMA_VERSION == 3
+        cur = await conn.execute(
+            'SELECT column_name, data_type, is_nullable FROM information_schema.columns'
+            " WHERE table_schema = 'public' AND table_name = 'dr_messages' ORDER BY ordinal_position"
+        )
+        assert await cur.fetchall() == [
+            ('run_id', 'text', 'NO'),
+            ('seq', 'integer', 'NO'),
+            ('body', 'text', 'YES'),
+            ('data', 'bytea', 'YES'),
+            ('ref_run_id', 'text', 'YES'),
+            ('ref_seq', 'integer', 'YES'),
+        ]

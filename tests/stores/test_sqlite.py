@@ -77,7 +77,18 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
+    columns = [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, 'PRAGMA table_info(dr_messages)')]
+    assert columns == [
+        ('run_id', 'TEXT', 1),
+        ('seq', 'INTEGER', 1),
+        ('body', 'BLOB', 0),
+        ('ref_run_id', 'TEXT', 0),
+        ('ref_seq', 'INTEGER', 0),
+    ]
+    # A rowid table (bodies stay in its pages instead of spilling to overflow pages) with a unique index.
+    assert sql(path, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = 'dr_messages'") == [(0,)]
+    assert [row[1:3] for row in sql(path, 'PRAGMA index_list(dr_messages)')] == [('dr_messages_by_seq', 1)]
     assert tables == {
         'dr_meta',
         'dr_runs',

@@ -235,7 +235,7 @@ class StepPersistence(AbstractCapability[Any]):
 
     @durable_operation('save_steps')
     async def save_steps(self, ctx: RunContext[Any], batch: PersistBatch) -> int:
-        """Durable unit: register the run if asked, then store each delta; returns how many were new.
+        """Durable unit: register the run if asked, then store the deltas; returns how many were new.
 
         Idempotent as a whole: a retry re-registers with the same token and re-sends deltas whose
         indexes the store already holds, which it ignores.
@@ -243,10 +243,10 @@ class StepPersistence(AbstractCapability[Any]):
         refuse_workflow_code('save_steps')
         if batch.registration is not None:
             await self.store.register_run(batch.registration)
-        written = 0
-        for delta in batch.deltas:
-            written += await self.store.save_snapshot(delta)
-        return written
+        if not batch.deltas:
+            return 0
+        # One store transaction for the whole batch: one commit (and fsync) rather than one per step.
+        return sum(await self.store.save_snapshots(batch.deltas))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelMessage
 from .._codec import MessageDecodeError, load_messages
 from .._errors import CorruptSnapshotError, RunIdConflictError, SnapshotChainError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta, SnapshotState
-from ._chain import LogRange, inline_base, resolve_delta
+from ._chain import Inherited, LogRange, plan_delta, snapshot_seqs
 from ._memory_index import MemoryIndex
 from ._rows import format_timestamp
 
@@ -28,10 +28,18 @@ class _StoredSnapshot:
     ranges: list[LogRange]
 
 
+@dataclass(frozen=True)
+class _Ref:
+    """A log entry inherited from a run of the same conversation: that run's entry holding the body."""
+
+    run_id: str
+    seq: int
+
+
 @dataclass
 class _Run:
     record: RunRecord
-    log: list[str] = field(default_factory=list[str])
+    log: list[str | _Ref] = field(default_factory=list[str | _Ref])
     snapshots: list[_StoredSnapshot] = field(default_factory=list[_StoredSnapshot])
 
 
@@ -79,26 +87,54 @@ class InMemoryStepStore:
         return sorted({run.record.conversation_id for run in self._runs.values() if run.record.conversation_id})
 
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
+        return (await self._save([delta]))[0]
+
+    async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        return await self._save(deltas)
+
+    async def _save(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
         async with self._lock:
-            run = self._runs.get(delta.run_id)
-            if run is None:
-                raise SnapshotChainError(f'run {delta.run_id!r} is not registered; register it before saving snapshots')
-            if delta.index < len(run.snapshots):
-                return False
-            if delta.index != len(run.snapshots):
-                raise SnapshotChainError(
-                    f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {len(run.snapshots) - 1}'
-                )
-            if delta.base_run_id is not None:
-                delta = inline_base(delta, self._bodies(delta.base_run_id, delta.base_index))
-            previous = run.snapshots[-1].ranges if run.snapshots else None
-            resolved = resolve_delta(delta, previous, len(run.log))
-            run.log.extend(delta.messages)
-            run.snapshots.append(
-                _StoredSnapshot(delta.index, delta.step_index, delta.state, datetime.now(UTC), resolved.ranges)
+            # All or nothing: remember where each touched run stood, and cut back to it on an error.
+            marks: dict[str, tuple[int, int]] = {}
+            try:
+                results = [self._save_one(delta, marks) for delta in deltas]
+            except BaseException:
+                for run_id, (log_size, snapshot_count) in marks.items():
+                    run = self._runs[run_id]
+                    del run.log[log_size:], run.snapshots[snapshot_count:]
+                raise
+            for run_id in marks:
+                run = self._runs[run_id]
+                if run.snapshots:
+                    self._index.mark_pending(run_id, run.record.conversation_id, run.snapshots[-1].index)
+            return results
+
+    def _save_one(self, delta: SnapshotDelta, marks: dict[str, tuple[int, int]]) -> bool:
+        run = self._runs.get(delta.run_id)
+        if run is None:
+            raise SnapshotChainError(f'run {delta.run_id!r} is not registered; register it before saving snapshots')
+        if delta.index < len(run.snapshots):
+            return False
+        if delta.index != len(run.snapshots):
+            raise SnapshotChainError(
+                f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {len(run.snapshots) - 1}'
             )
-            self._index.mark_pending(delta.run_id, run.record.conversation_id, delta.index)
-            return True
+        base = None
+        if delta.base_run_id is not None:
+            base = self._base(delta.base_run_id, delta.base_index, run.record.conversation_id)
+        previous = run.snapshots[-1].ranges if run.snapshots and delta.base_run_id is None else None
+        planned = plan_delta(delta, previous, len(run.log), None if base is None else len(base))
+        marks.setdefault(delta.run_id, (len(run.log), len(run.snapshots)))
+        for entry in planned.entries:
+            if isinstance(entry, Inherited):
+                assert base is not None, 'plan_delta refuses an inherited entry without a base'
+                run.log.append(base[entry.position])
+            else:
+                run.log.append(entry)
+        run.snapshots.append(
+            _StoredSnapshot(delta.index, delta.step_index, delta.state, datetime.now(UTC), planned.resolved.ranges)
+        )
+        return True
 
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
@@ -136,7 +172,7 @@ class InMemoryStepStore:
             return {}
         wanted = sorted({seq for seq in seqs if 0 <= seq < len(run.log)})
         try:
-            messages = load_messages([run.log[seq] for seq in wanted])
+            messages = load_messages([self._body(run, seq, -1) for seq in wanted])
         except MessageDecodeError as error:
             raise CorruptSnapshotError(run_id, -1, str(error)) from error
         return dict(zip(wanted, messages, strict=True))
@@ -151,18 +187,49 @@ class InMemoryStepStore:
         run = self._runs.get(run_id)
         return None if run is None else (format_timestamp(run.record.started_at), run_id)
 
-    def _bodies(self, run_id: str, index: int | None) -> list[str] | None:
+    def _base(self, run_id: str, index: int | None, conversation_id: str | None) -> list[str | _Ref] | None:
+        """The entries of another run's snapshot that a first delta builds on, or `None` if there is none.
+
+        Within a conversation an entry is a reference to the entry that holds the body; across
+        conversations it is the body itself, so deleting one conversation never breaks another.
+        """
         run = self._runs.get(run_id)
         if run is None or index is None or not 0 <= index < len(run.snapshots):
             return None
-        return [body for first, end in run.snapshots[index].ranges for body in run.log[first:end]]
+        shared = run.record.conversation_id == conversation_id
+        entries: list[str | _Ref] = []
+        for first, end in run.snapshots[index].ranges:
+            for seq in range(first, end):
+                entry = run.log[seq]
+                if shared:
+                    entries.append(_Ref(run_id, seq) if isinstance(entry, str) else entry)
+                else:
+                    entries.append(self._body(run, seq, index))
+        return entries
+
+    def _body(self, run: _Run, seq: int, index: int) -> str:
+        """The body of a log entry, following its reference.
+
+        Raises:
+            CorruptSnapshotError: The reference names a run that is gone.
+        """
+        entry = run.log[seq]
+        if isinstance(entry, str):
+            return entry
+        owner = self._runs.get(entry.run_id)
+        if owner is None or not 0 <= entry.seq < len(owner.log):
+            raise CorruptSnapshotError(run.record.run_id, index, f'message {seq} of the run log is missing')
+        body = owner.log[entry.seq]
+        assert isinstance(body, str), 'a reference names an entry that holds a body'
+        return body
 
     def _decode(self, run: _Run, stored: _StoredSnapshot, decoded: dict[int, ModelMessage] | None = None) -> Snapshot:
         decoded = {} if decoded is None else decoded
-        seqs = [seq for first, end in stored.ranges for seq in range(first, end)]
+        seqs = snapshot_seqs(stored.ranges)
         missing = [seq for seq in seqs if seq not in decoded]
         try:
-            decoded.update(zip(missing, load_messages([run.log[seq] for seq in missing]), strict=True))
+            bodies = [self._body(run, seq, stored.index) for seq in missing]
+            decoded.update(zip(missing, load_messages(bodies), strict=True))
         except MessageDecodeError as error:
             raise CorruptSnapshotError(run.record.run_id, stored.index, str(error)) from error
         messages = [decoded[seq] for seq in seqs]

@@ -13,6 +13,19 @@ and SQLite do.
 Version 2 adds the persistent search index (see `durable_recall.index._storage`): `dr_pending`
 marks runs with snapshots the index has not read (backfilled with every run that has snapshots,
 so an upgraded database gets indexed), and the `dr_index_*` tables hold what catch-up wrote.
+
+Version 3 changes how the message log holds bodies (see `durable_recall.stores._rows`): a new body
+is stored compressed when that is smaller (`durable_recall._codec.encode_body`), and an entry a
+run inherits from a run of its own conversation is a reference `(ref_run_id, ref_seq)` to the row
+that holds the body, with no body of its own. Rows written before stay as they are (text bodies)
+and read back unchanged.
+
+* SQLite rebuilds `dr_messages` as a rowid table with a unique `(run_id, seq)` index: a WITHOUT
+  ROWID table keeps at most about a quarter of a page of a row in the tree and spills the rest to
+  overflow pages, which for kilobyte bodies wasted more than the bodies took. `body` holds TEXT
+  (JSON) or a BLOB (compressed); SQLite keeps each value's type, which tells them apart.
+* Postgres adds `data BYTEA` for compressed bodies (stored as is, not recompressed by TOAST),
+  makes `body` (JSON text) nullable, and adds the reference columns.
 """
 
 from __future__ import annotations
@@ -114,6 +127,19 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ') WITHOUT ROWID',
         "INSERT OR IGNORE INTO dr_meta (key, value) VALUES ('index_generation', lower(hex(randomblob(16))))",
     ),
+    (
+        'CREATE TABLE dr_messages_v3 ('
+        ' run_id TEXT NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' body BLOB,'
+        ' ref_run_id TEXT,'
+        ' ref_seq INTEGER'
+        ')',
+        'INSERT INTO dr_messages_v3 (run_id, seq, body) SELECT run_id, seq, body FROM dr_messages ORDER BY run_id, seq',
+        'DROP TABLE dr_messages',
+        'ALTER TABLE dr_messages_v3 RENAME TO dr_messages',
+        'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_id, seq)',
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -198,6 +224,14 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ')',
         "INSERT INTO {meta} (key, value) VALUES ('index_generation', md5(random()::text || clock_timestamp()::text))"
         ' ON CONFLICT (key) DO NOTHING',
+    ),
+    (
+        'ALTER TABLE {messages}'
+        ' ALTER COLUMN body DROP NOT NULL,'
+        ' ADD COLUMN data BYTEA,'
+        ' ADD COLUMN ref_run_id TEXT COLLATE "C",'
+        ' ADD COLUMN ref_seq INTEGER',
+        'ALTER TABLE {messages} ALTER COLUMN data SET STORAGE EXTERNAL',
     ),
 )
 

@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, LiteralString
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
+from .._codec import StoredBody
 from .._errors import RunIdConflictError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
-from ._chain import LogRange, inline_base, resolve_delta
+from ._chain import LogRange, snapshot_seqs
 from ._postgres_connect import AsyncConnectionPoolLike, PostgresConnector
 from ._postgres_index import PostgresIndex, forget_conversation, lock_conversation
 from ._rows import (
+    BaseEntry,
+    BaseLog,
+    BatchWrite,
+    RunTip,
     SnapshotRow,
-    chain_gap,
+    base_entries_at,
     decode_log,
     decode_ranges,
     decode_snapshot,
     decode_snapshots,
+    encode_deltas,
     encode_metadata,
-    encode_ranges,
-    gather_bodies,
     log_span,
     run_record,
     unregistered_run,
@@ -146,61 +150,52 @@ class PostgresStepStore:
             return [row[0] for row in await cur.fetchall()]
 
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
+        return (await self._save([delta]))[0]
+
+    async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        return await self._save(deltas)
+
+    async def _save(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        if not deltas:
+            return []
+        size = sum(len(body) for delta in deltas for body in delta.messages)
+        # Compression is CPU work: a big batch goes to a thread rather than stalling the event loop.
+        if size < _INLINE_ENCODE:
+            encoded = encode_deltas(deltas)
+        else:
+            encoded = await anyio.to_thread.run_sync(encode_deltas, deltas)
+        batch = BatchWrite()
+        run_ids = sorted({delta.run_id for delta in deltas})
         async with self._transaction() as cur:
-            # The row lock serializes saves of one run: a concurrent save of the same delta waits
-            # here, then (each statement reading afresh) finds the index taken and appends nothing.
+            # The row locks (taken in run id order, so two batches cannot deadlock) serialize saves
+            # of a run: a concurrent save of the same delta waits here, then (the next statement
+            # reading afresh) finds the index taken and appends nothing.
             await cur.execute(
-                self._sql('SELECT conversation_id FROM {runs} WHERE run_id = %s FOR UPDATE'), (delta.run_id,)
+                self._sql('SELECT run_id FROM {runs} WHERE run_id = ANY(%s::text[]) ORDER BY run_id FOR UPDATE'),
+                (run_ids,),
             )
-            run = await cur.fetchone()
-            if run is None:
-                raise unregistered_run(delta.run_id)
-            await cur.execute(
-                self._sql(
-                    'SELECT (SELECT COALESCE(MAX(idx) + 1, 0) FROM {snapshots} WHERE run_id = %(run)s),'
-                    ' (SELECT ranges FROM {snapshots} WHERE run_id = %(run)s ORDER BY idx DESC LIMIT 1),'
-                    ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM {messages} WHERE run_id = %(run)s)'
-                ),
-                {'run': delta.run_id},
-            )
-            found = await cur.fetchone()
-            assert found is not None, 'a SELECT without FROM returns one row'
-            next_index, previous_text, next_seq = found
-            if delta.index < next_index:
-                return False
-            if delta.index != next_index:
-                raise chain_gap(delta, next_index)
-            own = delta
-            if delta.base_run_id is not None:
-                own = inline_base(delta, await self._base_bodies(cur, delta.base_run_id, delta.base_index))
-            previous = None if previous_text is None else decode_ranges(delta.run_id, next_index - 1, previous_text)
-            resolved = resolve_delta(own, previous, next_seq)
             await cur.execute(
                 self._sql(
-                    'WITH appended AS ('
-                    ' INSERT INTO {messages} (run_id, seq, body)'
-                    ' SELECT %(run)s, %(first)s + ordinality - 1, body'
-                    ' FROM unnest(%(bodies)s::text[]) WITH ORDINALITY AS new(body, ordinality)),'
-                    ' pending AS (INSERT INTO {pending} (conversation_id, run_id, upto)'
-                    ' VALUES (%(conversation)s, %(run)s, %(index)s)'
-                    ' ON CONFLICT (conversation_id, run_id) DO UPDATE SET upto = EXCLUDED.upto)'
-                    f' INSERT INTO {{snapshots}} (run_id, {_SNAPSHOT_COLUMNS})'
-                    ' VALUES (%(run)s, %(index)s, %(step)s, %(state)s, %(now)s, %(ranges)s, %(size)s)'
+                    'SELECT r.run_id, r.conversation_id,'
+                    ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM {snapshots} AS s WHERE s.run_id = r.run_id),'
+                    ' (SELECT ranges FROM {snapshots} AS s WHERE s.run_id = r.run_id ORDER BY idx DESC LIMIT 1),'
+                    ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM {messages} AS m WHERE m.run_id = r.run_id)'
+                    ' FROM {runs} AS r WHERE r.run_id = ANY(%s::text[])'
                 ),
-                {
-                    'run': delta.run_id,
-                    'conversation': run[0] or '',
-                    'first': next_seq,
-                    'bodies': list(own.messages),
-                    'index': delta.index,
-                    'step': delta.step_index,
-                    'state': delta.state,
-                    'now': datetime.now(UTC),
-                    'ranges': encode_ranges(resolved.ranges),
-                    'size': resolved.size,
-                },
+                (run_ids,),
             )
-            return True
+            tips = {row[0]: RunTip(*row) for row in await cur.fetchall()}
+            for delta, bodies in zip(deltas, encoded, strict=True):
+                tip = tips.get(delta.run_id)
+                if tip is None:
+                    raise unregistered_run(delta.run_id)
+                base = None
+                if delta.base_run_id is not None and delta.index == tip.next_index == 0:
+                    await self._insert(cur, batch)  # the base may be a run this batch has just written
+                    base = await self._base_log(cur, delta.base_run_id, delta.base_index, tip.conversation_id)
+                batch.add(tip, delta, bodies, base)
+            await self._insert(cur, batch, batch.pending)
+        return batch.results
 
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
@@ -216,10 +211,9 @@ class PostgresStepStore:
                 return []
             first, end = log_span(rows)
             await cur.execute(
-                self._sql('SELECT seq, body FROM {messages} WHERE run_id = %s AND seq >= %s AND seq < %s'),
-                (run_id, first, end),
+                self._sql(_SELECT_LOG + ' WHERE m.run_id = %s AND m.seq >= %s AND m.seq < %s'), (run_id, first, end)
             )
-            log: dict[int, str] = dict(await cur.fetchall())
+            log = _bodies(await cur.fetchall())
         return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
@@ -260,10 +254,10 @@ class PostgresStepStore:
             return {}
         async with self._transaction() as cur:
             await cur.execute(
-                self._sql('SELECT seq, body FROM {messages} WHERE run_id = %s AND seq = ANY(%s::bigint[])'),
+                self._sql(_SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::bigint[])'),
                 (run_id, sorted(set(seqs))),
             )
-            log: dict[int, str] = dict(await cur.fetchall())
+            log = _bodies(await cur.fetchall())
         return await anyio.to_thread.run_sync(decode_log, run_id, log)
 
     def index_storage(self) -> PostgresIndex:
@@ -273,32 +267,97 @@ class PostgresStepStore:
         """Close the store's own pool (a caller-owned pool stays open); later use opens a new one."""
         await self._db.aclose()
 
-    async def _log_entries(self, cur: AsyncCursor[TupleRow], run_id: str, ranges: list[LogRange]) -> dict[int, str]:
+    async def _log_entries(
+        self, cur: AsyncCursor[TupleRow], run_id: str, ranges: list[LogRange]
+    ) -> dict[int, StoredBody | None]:
         """The run's log entries that `ranges` name, by number, in one round trip."""
         await cur.execute(
             self._sql(
-                'SELECT m.seq, m.body FROM {messages} AS m'
-                ' JOIN unnest(%s::int[], %s::int[]) AS r(first, stop) ON m.seq >= r.first AND m.seq < r.stop'
-                ' WHERE m.run_id = %s'
+                _SELECT_LOG + ' JOIN unnest(%s::int[], %s::int[]) AS r(first, stop)'
+                ' ON m.seq >= r.first AND m.seq < r.stop WHERE m.run_id = %s'
             ),
             ([first for first, _ in ranges], [end for _, end in ranges], run_id),
         )
-        return dict(await cur.fetchall())
+        return _bodies(await cur.fetchall())
 
-    async def _base_bodies(self, cur: AsyncCursor[TupleRow], run_id: str, index: int | None) -> list[str] | None:
-        """The bodies of another run's snapshot that a first delta builds on, or `None` if there is none."""
+    async def _insert(
+        self, cur: AsyncCursor[TupleRow], batch: BatchWrite, pending: Mapping[str, tuple[str, int]] | None = None
+    ) -> None:
+        """Insert the rows the batch queued (and the runs' pending marks), in one statement."""
+        rows, snapshots = batch.take()
+        if not rows and not snapshots and not pending:
+            return
+        marks = sorted((pending or {}).items())
+        await cur.execute(
+            self._sql(
+                'WITH appended AS ('
+                ' INSERT INTO {messages} (run_id, seq, body, data, ref_run_id, ref_seq)'
+                ' SELECT * FROM unnest(%(m_run)s::text[], %(m_seq)s::int[], %(m_body)s::text[], %(m_data)s::bytea[],'
+                ' %(m_ref_run)s::text[], %(m_ref_seq)s::int[])),'
+                ' pending AS (INSERT INTO {pending} (conversation_id, run_id, upto)'
+                ' SELECT * FROM unnest(%(p_conversation)s::text[], %(p_run)s::text[], %(p_upto)s::int[])'
+                ' ON CONFLICT (conversation_id, run_id) DO UPDATE SET upto = EXCLUDED.upto)'
+                f' INSERT INTO {{snapshots}} (run_id, {_SNAPSHOT_COLUMNS})'
+                ' SELECT * FROM unnest(%(s_run)s::text[], %(s_index)s::int[], %(s_step)s::int[], %(s_state)s::text[],'
+                ' %(s_at)s::timestamptz[], %(s_ranges)s::text[], %(s_size)s::int[])'
+            ),
+            {
+                'm_run': [row.run_id for row in rows],
+                'm_seq': [row.seq for row in rows],
+                'm_body': [row.body if isinstance(row.body, str) else None for row in rows],
+                'm_data': [row.body if isinstance(row.body, bytes) else None for row in rows],
+                'm_ref_run': [row.ref_run_id for row in rows],
+                'm_ref_seq': [row.ref_seq for row in rows],
+                'p_conversation': [conversation_id for _, (conversation_id, _) in marks],
+                'p_run': [run_id for run_id, _ in marks],
+                'p_upto': [upto for _, (_, upto) in marks],
+                's_run': [s.run_id for s in snapshots],
+                's_index': [s.index for s in snapshots],
+                's_step': [s.step_index for s in snapshots],
+                's_state': [s.state for s in snapshots],
+                's_at': [s.saved_at for s in snapshots],
+                's_ranges': [s.ranges for s in snapshots],
+                's_size': [s.size for s in snapshots],
+            },
+        )
+
+    async def _base_log(
+        self, cur: AsyncCursor[TupleRow], run_id: str, index: int | None, conversation_id: str | None
+    ) -> BaseLog | None:
+        """The snapshot a first delta builds on, or `None` if the store holds none."""
         if index is None:
             return None
         # Hold the base run's row so that deleting its conversation cannot pull the log from under the read.
-        await cur.execute(self._sql('SELECT 1 FROM {runs} WHERE run_id = %s FOR SHARE'), (run_id,))
-        if await cur.fetchone() is None:
-            return None
-        await cur.execute(self._sql('SELECT ranges FROM {snapshots} WHERE run_id = %s AND idx = %s'), (run_id, index))
+        await cur.execute(
+            self._sql(
+                'SELECT r.conversation_id, s.ranges FROM {runs} AS r'
+                ' JOIN {snapshots} AS s ON s.run_id = r.run_id AND s.idx = %s WHERE r.run_id = %s FOR SHARE OF r'
+            ),
+            (index, run_id),
+        )
         found = await cur.fetchone()
         if found is None:
             return None
-        ranges = decode_ranges(run_id, index, found[0])
-        return gather_bodies(run_id, index, ranges, await self._log_entries(cur, run_id, ranges))
+        shared = found[0] == conversation_id
+        ranges = decode_ranges(run_id, index, found[1])
+        seqs = snapshot_seqs(ranges)
+        entries: dict[int, BaseEntry] = {}
+        if shared:
+            # Where each entry's body lives: the row itself, or the one its reference names.
+            await cur.execute(
+                self._sql(
+                    'SELECT seq, COALESCE(ref_run_id, run_id), COALESCE(ref_seq, seq) FROM {messages}'
+                    ' WHERE run_id = %s AND seq = ANY(%s::int[])'
+                ),
+                (run_id, seqs),
+            )
+            entries.update((seq, BaseEntry(owner, at)) for seq, owner, at in await cur.fetchall())
+        else:
+            query = self._sql(_SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::int[])')
+            await cur.execute(query, (run_id, seqs))
+            found = _bodies(await cur.fetchall())
+            entries.update((seq, BaseEntry(run_id, seq, body)) for seq, body in found.items() if body is not None)
+        return BaseLog(shared, base_entries_at(run_id, index, ranges, entries))
 
     @staticmethod
     def _run(row: TupleRow) -> RunRecord:
@@ -311,3 +370,24 @@ class PostgresStepStore:
     def _snapshot_row(run_id: str, row: TupleRow) -> SnapshotRow:
         index, step_index, state, saved_at, ranges, size = row
         return SnapshotRow(run_id, index, step_index, state, saved_at.astimezone(UTC), ranges, size)
+
+
+_INLINE_ENCODE = 64 * 1024
+"""Batches with fewer bytes of new messages are compressed on the event loop (a thread hop costs more)."""
+
+_SELECT_LOG: LiteralString = (
+    'SELECT m.seq, COALESCE(m.body, t.body), COALESCE(m.data, t.data) FROM {messages} AS m'
+    ' LEFT JOIN {messages} AS t ON t.run_id = m.ref_run_id AND t.seq = m.ref_seq'
+)
+"""Log entries with references followed (one hop: a reference always names a row with a body)."""
+
+
+def _bodies(rows: Iterable[TupleRow]) -> dict[int, StoredBody | None]:
+    """Stored bodies by log number: the text if there is one, else the compressed bytes.
+
+    `None` for an entry with neither (a reference to a row that is gone), which a reader reports.
+    """
+    log: dict[int, StoredBody | None] = {}
+    for seq, text, data in rows:
+        log[seq] = text if text is not None else None if data is None else bytes(data)
+    return log

@@ -58,6 +58,19 @@ class StepStore(Protocol):
         """
         ...
 
+    async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        """Store several deltas (of one run or several, in order) in one transaction.
+
+        Each delta is checked and stored as `save_snapshot` would, in order, so a delta may follow
+        or build on one earlier in the batch; the result says, per delta, whether it was new. If any
+        delta is refused, nothing of the batch is stored.
+
+        Raises:
+            SnapshotChainError: A delta's run is not registered, or the delta does not follow the
+                run's previous snapshot.
+        """
+        ...
+
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
     ) -> list[Snapshot]:

@@ -12,21 +12,25 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
+from .._codec import StoredBody
 from .._errors import RunIdConflictError, StoreConfigurationError, StoreUnavailableError
 from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
-from ._chain import LogRange, inline_base, resolve_delta
+from ._chain import LogRange
 from ._migrations import SCHEMA_VERSION, SQLITE_META, SQLITE_MIGRATIONS, check_version
 from ._rows import (
+    BaseEntry,
+    BaseLog,
+    BatchWrite,
+    RunTip,
     SnapshotRow,
-    chain_gap,
+    base_entries_at,
     decode_log,
     decode_ranges,
     decode_snapshot,
     decode_snapshots,
+    encode_deltas,
     encode_metadata,
-    encode_ranges,
     format_timestamp,
-    gather_bodies,
     log_span,
     run_record,
     unregistered_run,
@@ -147,53 +151,25 @@ class SqliteStepStore:
         return await self._call(read)
 
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
-        def write(conn: sqlite3.Connection) -> bool:
-            with _transaction(conn, 'BEGIN IMMEDIATE'):
-                run = conn.execute('SELECT conversation_id FROM dr_runs WHERE run_id = ?', (delta.run_id,)).fetchone()
-                if run is None:
-                    raise unregistered_run(delta.run_id)
-                query = 'SELECT COALESCE(MAX(idx) + 1, 0) FROM dr_snapshots WHERE run_id = ?'
-                next_index: int = conn.execute(query, (delta.run_id,)).fetchone()[0]
-                if delta.index < next_index:
-                    return False
-                if delta.index != next_index:
-                    raise chain_gap(delta, next_index)
-                own = delta
-                if delta.base_run_id is not None:
-                    own = inline_base(delta, _base_bodies(conn, delta.base_run_id, delta.base_index))
-                previous = None
-                if next_index > 0:
-                    query = 'SELECT ranges FROM dr_snapshots WHERE run_id = ? AND idx = ?'
-                    text: str = conn.execute(query, (delta.run_id, next_index - 1)).fetchone()[0]
-                    previous = decode_ranges(delta.run_id, next_index - 1, text)
-                query = 'SELECT COALESCE(MAX(seq) + 1, 0) FROM dr_messages WHERE run_id = ?'
-                next_seq: int = conn.execute(query, (delta.run_id,)).fetchone()[0]
-                resolved = resolve_delta(own, previous, next_seq)
-                conn.executemany(
-                    'INSERT INTO dr_messages (run_id, seq, body) VALUES (?, ?, ?)',
-                    [(delta.run_id, next_seq + offset, body) for offset, body in enumerate(own.messages)],
-                )
-                conn.execute(
-                    f'INSERT INTO dr_snapshots (run_id, {_SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
-                    (
-                        delta.run_id,
-                        delta.index,
-                        delta.step_index,
-                        delta.state,
-                        format_timestamp(datetime.now(UTC)),
-                        encode_ranges(resolved.ranges),
-                        resolved.size,
-                    ),
-                )
-                mark_pending(conn, run[0], delta.run_id, delta.index)
-                return True
+        return (await self._save([delta]))[0]
 
-        return await self._call(write)
+    async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        return await self._save(deltas)
+
+    async def _save(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+        if not deltas:
+            return []
+
+        def save() -> list[bool]:
+            encoded = encode_deltas(deltas)  # compression is CPU work: before the lock, not under it
+            return self._locked(lambda conn: _write_batch(conn, deltas, encoded))
+
+        return await anyio.to_thread.run_sync(save)
 
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
     ) -> list[Snapshot]:
-        def read(conn: sqlite3.Connection) -> tuple[list[SnapshotRow], dict[int, str]]:
+        def read(conn: sqlite3.Connection) -> tuple[list[SnapshotRow], dict[int, StoredBody | None]]:
             with _transaction(conn, 'BEGIN'):
                 query = f'SELECT {_SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ? AND idx > ? ORDER BY idx'
                 rows = [SnapshotRow(run_id, *row) for row in conn.execute(query, (run_id, after))]
@@ -201,12 +177,9 @@ class SqliteStepStore:
                 if not rows:
                     return [], {}
                 first, end = log_span(rows)
-                log = conn.execute(
-                    'SELECT seq, body FROM dr_messages WHERE run_id = ? AND seq >= ? AND seq < ?', (run_id, first, end)
-                )
-                return rows, dict(log.fetchall())
+                return rows, _log_span(conn, run_id, first, end)
 
-        def decode(found: tuple[list[SnapshotRow], dict[int, str]]) -> list[Snapshot]:
+        def decode(found: tuple[list[SnapshotRow], dict[int, StoredBody | None]]) -> list[Snapshot]:
             rows, log = found
             return decode_snapshots(rows, log)
 
@@ -217,7 +190,7 @@ class SqliteStepStore:
         condition = '' if include_interrupted else " AND state <> 'interrupted'"
         query = f'SELECT {_SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ?{condition} ORDER BY idx DESC LIMIT 1'
 
-        def read(conn: sqlite3.Connection) -> tuple[SnapshotRow, dict[int, str]] | None:
+        def read(conn: sqlite3.Connection) -> tuple[SnapshotRow, dict[int, StoredBody | None]] | None:
             with _transaction(conn, 'BEGIN'):
                 found = conn.execute(query, (run_id,)).fetchone()
                 if found is None:
@@ -241,13 +214,13 @@ class SqliteStepStore:
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         wanted = sorted(set(seqs))
 
-        def read(conn: sqlite3.Connection) -> dict[int, str]:
-            log: dict[int, str] = {}
+        def read(conn: sqlite3.Connection) -> dict[int, StoredBody | None]:
+            log: dict[int, StoredBody | None] = {}
             with _transaction(conn, 'BEGIN'):
                 for start in range(0, len(wanted), _CHUNK):
                     chunk = wanted[start : start + _CHUNK]
                     marks = ', '.join('?' * len(chunk))
-                    query = f'SELECT seq, body FROM dr_messages WHERE run_id = ? AND seq IN ({marks})'
+                    query = f'{_SELECT_LOG} WHERE m.run_id = ? AND m.seq IN ({marks})'
                     log.update(conn.execute(query, (run_id, *chunk)).fetchall())
             return log
 
@@ -371,23 +344,104 @@ class SqliteStepStore:
         return None
 
 
-def _log_entries(conn: sqlite3.Connection, run_id: str, ranges: list[LogRange]) -> dict[int, str]:
-    """The run's log entries that `ranges` name, by number."""
-    log: dict[int, str] = {}
-    for first, end in ranges:
-        entries = conn.execute(
-            'SELECT seq, body FROM dr_messages WHERE run_id = ? AND seq >= ? AND seq < ?', (run_id, first, end)
-        )
-        log.update(entries.fetchall())
-    return log
+def _write_batch(
+    conn: sqlite3.Connection, deltas: Sequence[SnapshotDelta], encoded: Sequence[Sequence[StoredBody]]
+) -> list[bool]:
+    """Store the deltas in one write transaction: every new one, or (on any error) none."""
+    batch = BatchWrite()
+    tips: dict[str, RunTip] = {}
+    with _transaction(conn, 'BEGIN IMMEDIATE'):
+        for delta, bodies in zip(deltas, encoded, strict=True):
+            tip = tips.get(delta.run_id)
+            if tip is None:
+                tip = tips[delta.run_id] = _tip(conn, delta.run_id)
+            base = None
+            if delta.base_run_id is not None and delta.index == tip.next_index == 0:
+                _insert(conn, batch)  # the base may be a run this batch has just written
+                base = _base_log(conn, delta.base_run_id, delta.base_index, tip.conversation_id)
+            batch.add(tip, delta, bodies, base)
+        _insert(conn, batch)
+        for run_id, (conversation_id, upto) in batch.pending.items():
+            mark_pending(conn, conversation_id, run_id, upto)
+    return batch.results
 
 
-def _base_bodies(conn: sqlite3.Connection, run_id: str, index: int | None) -> list[str] | None:
-    """The bodies of another run's snapshot that a first delta builds on, or `None` if there is none."""
+def _tip(conn: sqlite3.Connection, run_id: str) -> RunTip:
+    """The run's chain tip, read in the save's transaction.
+
+    Raises:
+        SnapshotChainError: The run is not registered.
+    """
+    found = conn.execute(
+        'SELECT conversation_id,'
+        ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM dr_snapshots WHERE run_id = ?1),'
+        ' (SELECT ranges FROM dr_snapshots WHERE run_id = ?1 ORDER BY idx DESC LIMIT 1),'
+        ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM dr_messages WHERE run_id = ?1)'
+        ' FROM dr_runs WHERE run_id = ?1',
+        (run_id,),
+    ).fetchone()
+    if found is None:
+        raise unregistered_run(run_id)
+    return RunTip(run_id, *found)
+
+
+def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
+    rows, snapshots = batch.take()
+    conn.executemany(
+        'INSERT INTO dr_messages (run_id, seq, body, ref_run_id, ref_seq) VALUES (?, ?, ?, ?, ?)',
+        [(row.run_id, row.seq, row.body, row.ref_run_id, row.ref_seq) for row in rows],
+    )
+    conn.executemany(
+        f'INSERT INTO dr_snapshots (run_id, {_SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        [(s.run_id, s.index, s.step_index, s.state, format_timestamp(s.saved_at), s.ranges, s.size) for s in snapshots],
+    )
+
+
+def _base_log(conn: sqlite3.Connection, run_id: str, index: int | None, conversation_id: str | None) -> BaseLog | None:
+    """The snapshot a first delta builds on, or `None` if the store holds none."""
     if index is None:
         return None
-    found = conn.execute('SELECT ranges FROM dr_snapshots WHERE run_id = ? AND idx = ?', (run_id, index)).fetchone()
+    found = conn.execute(
+        'SELECT r.conversation_id, s.ranges FROM dr_runs AS r'
+        ' JOIN dr_snapshots AS s ON s.run_id = r.run_id AND s.idx = ? WHERE r.run_id = ?',
+        (index, run_id),
+    ).fetchone()
     if found is None:
         return None
-    ranges = decode_ranges(run_id, index, found[0])
-    return gather_bodies(run_id, index, ranges, _log_entries(conn, run_id, ranges))
+    shared = found[0] == conversation_id
+    ranges = decode_ranges(run_id, index, found[1])
+    entries: dict[int, BaseEntry] = {}
+    for first, end in ranges:
+        if shared:
+            # Where each entry's body lives: the row itself, or the one its reference names.
+            rows = conn.execute(
+                'SELECT seq, COALESCE(ref_run_id, run_id), COALESCE(ref_seq, seq) FROM dr_messages'
+                ' WHERE run_id = ? AND seq >= ? AND seq < ?',
+                (run_id, first, end),
+            )
+            entries.update((seq, BaseEntry(owner, at)) for seq, owner, at in rows)
+        else:
+            rows = conn.execute(f'{_SELECT_LOG} WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ?', (run_id, first, end))
+            entries.update((seq, BaseEntry(run_id, seq, body)) for seq, body in rows if body is not None)
+    return BaseLog(shared, base_entries_at(run_id, index, ranges, entries))
+
+
+_SELECT_LOG = (
+    'SELECT m.seq, COALESCE(m.body, t.body) FROM dr_messages AS m'
+    ' LEFT JOIN dr_messages AS t ON t.run_id = m.ref_run_id AND t.seq = m.ref_seq'
+)
+"""Log entries with references followed (one hop: a reference always names a row with a body)."""
+
+
+def _log_span(conn: sqlite3.Connection, run_id: str, first: int, end: int) -> dict[int, StoredBody | None]:
+    """The run's log entries numbered `first` up to `end` (`None`: a reference to a row that is gone)."""
+    rows = conn.execute(f'{_SELECT_LOG} WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ?', (run_id, first, end))
+    return dict(rows.fetchall())
+
+
+def _log_entries(conn: sqlite3.Connection, run_id: str, ranges: list[LogRange]) -> dict[int, StoredBody | None]:
+    """The run's log entries that `ranges` name, by number."""
+    log: dict[int, StoredBody | None] = {}
+    for first, end in ranges:
+        log.update(_log_span(conn, run_id, first, end))
+    return log
