@@ -116,9 +116,8 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' scope_key INTEGER NOT NULL,'
         ' run_key INTEGER NOT NULL,'
         ' postings BLOB NOT NULL,'
-        ' PRIMARY KEY (term, scope_key, run_key)'
+        ' PRIMARY KEY (scope_key, term, run_key)'
         ') WITHOUT ROWID',
-        'CREATE INDEX dr_index_terms_by_run ON dr_index_terms (scope_key, run_key)',
         'CREATE TABLE dr_index_hashes ('
         ' scope_key INTEGER NOT NULL,'
         ' hash BLOB NOT NULL,'
@@ -213,9 +212,8 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' scope_key BIGINT NOT NULL,'
         ' run_key BIGINT NOT NULL,'
         ' postings BYTEA NOT NULL,'
-        ' PRIMARY KEY (term, scope_key, run_key)'
+        ' PRIMARY KEY (scope_key, term, run_key)'
         ')',
-        'CREATE INDEX dr_index_terms_by_run ON {index_terms} (scope_key, run_key)',
         'CREATE TABLE {index_hashes} ('
         ' scope_key BIGINT NOT NULL,'
         ' hash BYTEA NOT NULL,'

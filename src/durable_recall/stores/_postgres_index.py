@@ -60,6 +60,7 @@ _SCOPE_RUNS_ORDER: LiteralString = ' ORDER BY started_at, run_id'
 
 _POSTINGS: LiteralString = 'SELECT term, run_key, postings FROM {index_terms} WHERE term = ANY(%(terms)s::text[])'
 _POSTINGS_ORDER: LiteralString = ' ORDER BY term, scope_key, run_key'
+_ALL_SCOPES: LiteralString = ' AND scope_key = ANY(ARRAY(SELECT scope_key FROM {index_scopes}))'
 
 _SCOPE_UPDATE: LiteralString = (
     ' generation = EXCLUDED.generation, docs = s.docs + EXCLUDED.docs, length = s.length + EXCLUDED.length'
@@ -77,7 +78,7 @@ _TERMS_INSERT: LiteralString = (
     'INSERT INTO {index_terms} AS t (term, scope_key, run_key, postings)'
     ' SELECT new.term, %(scope)s, %(run)s, new.postings'
     ' FROM unnest(%(terms)s::text[], %(postings)s::bytea[]) AS new (term, postings)'
-    ' ON CONFLICT (term, scope_key, run_key) DO UPDATE SET postings = '
+    ' ON CONFLICT (scope_key, term, run_key) DO UPDATE SET postings = '
 )
 
 _BUMP_GENERATION: LiteralString = (
@@ -142,7 +143,8 @@ class PostgresIndex:
     ) -> dict[str, list[PostingsRow]]:
         if not terms:
             return {}
-        query = _POSTINGS + _POSTINGS_ORDER
+        # Keyed by scope first: every scope is looked up by key, never scanned for.
+        query = _POSTINGS + _ALL_SCOPES + _POSTINGS_ORDER
         if not all_scopes:
             query = _POSTINGS + ' AND scope_key = ' + _SCOPE_KEY + _POSTINGS_ORDER
         async with self._db.transaction() as cur:

@@ -132,9 +132,11 @@ class SqliteIndex:
             with transaction(conn, 'BEGIN'):
                 for chunk in _chunks(dict.fromkeys(terms)):
                     if all_scopes:
+                        # Keyed by scope first: every scope is looked up by key, never scanned for.
                         rows = conn.execute(
                             'SELECT term, run_key, postings FROM dr_index_terms'
-                            f' WHERE term IN ({_marks(chunk)}) ORDER BY term, scope_key, run_key',
+                            ' WHERE scope_key IN (SELECT scope_key FROM dr_index_scopes)'
+                            f' AND term IN ({_marks(chunk)}) ORDER BY term, scope_key, run_key',
                             chunk,
                         )
                     else:
@@ -298,14 +300,14 @@ def _put_postings(conn: sqlite3.Connection, change: RunCommit, scope_key: int, r
     if change.postings_add:
         # `||` makes text of blobs; the cast takes the same bytes back as a blob.
         conn.executemany(
-            f'{insert} ON CONFLICT (term, scope_key, run_key)'
+            f'{insert} ON CONFLICT (scope_key, term, run_key)'
             ' DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)',
             [(term, scope_key, run_key, data) for term, data in change.postings_add.items()],
         )
     replaced = [(term, scope_key, run_key, data) for term, data in change.postings_set.items() if data]
     if replaced:
         conn.executemany(
-            f'{insert} ON CONFLICT (term, scope_key, run_key) DO UPDATE SET postings = excluded.postings', replaced
+            f'{insert} ON CONFLICT (scope_key, term, run_key) DO UPDATE SET postings = excluded.postings', replaced
         )
     emptied = [(term, scope_key, run_key) for term, data in change.postings_set.items() if not data]
     if emptied:
