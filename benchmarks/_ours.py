@@ -2,7 +2,8 @@
 
 `python -m benchmarks._ours STORE_JSON CONVERSATION QUERIES_JSON REPEATS [BUDGET [MAX_CACHED_RUNS]]`
 prints a JSON object after the first search and one more at the end: module import time, the
-first search (the cold one: from opening the store to the answer, imports excluded), the warm
+first search (the cold one: the first search call of a fresh process whose store object and
+capability are built, as a worker has them after startup; imports excluded), the warm
 repeats in the same process (stopped once they have taken BUDGET seconds), and the peak RSS after
 imports and at the end.
 """
@@ -40,9 +41,9 @@ async def measure(
     The cold result is printed (and flushed) as soon as it is known, so a parent that has to stop
     this process for taking too long still gets it.
     """
-    # The model object is the caller's (built with the agent), not the search's: made before the clock.
+    # What a worker builds at startup with its agent (the model, the store object, the capability)
+    # is made before the clock: cold is the first search in a fresh process, caches all empty.
     ctx = RunContext[None](deps=None, model=TestModel(), usage=RunUsage(), conversation_id=conversation_id)
-    started = time.perf_counter()
     store = spec.open()
     source = (
         SnapshotHistorySource(store)
@@ -50,6 +51,7 @@ async def measure(
         else SnapshotHistorySource(store, max_cached_runs=max_cached_runs)
     )
     search = ConversationSearch(source, scope='conversation')
+    started = time.perf_counter()
     answer = await search.search(ctx, SearchRequest(query=queries[0]))
     first = time.perf_counter() - started
     head = answer.splitlines()[0] if answer else ''

@@ -114,9 +114,10 @@ def _clone_sqlite(path: str, source: str, numbers: range) -> int:
                 (suffix, suffix, suffix, source),
             )
             cursor = conn.execute(
-                f'INSERT INTO dr_messages (run_id, seq, body) SELECT run_id || ?, seq, body FROM dr_messages'
+                'INSERT INTO dr_messages (run_id, seq, body, ref_run_id, ref_seq)'
+                ' SELECT run_id || ?, seq, body, ref_run_id || ?, ref_seq FROM dr_messages'
                 f' WHERE run_id IN ({runs})',
-                (suffix, source),
+                (suffix, suffix, source),
             )
             added += cursor.rowcount
             conn.execute(
@@ -125,8 +126,45 @@ def _clone_sqlite(path: str, source: str, numbers: range) -> int:
                 f' WHERE run_id IN ({runs})',
                 (suffix, source),
             )
+            _clone_sqlite_index(conn, source, suffix)
             conn.execute('COMMIT')
     return added
+
+
+def _clone_sqlite_index(conn: sqlite3.Connection, source: str, suffix: str) -> None:
+    """Copy a conversation's search index too, so the copy weighs on the index tables as a real one would."""
+    found = conn.execute('SELECT scope_key FROM dr_index_scopes WHERE conversation_id = ?', (source,)).fetchone()
+    if found is None:
+        return
+    old = found[0]
+    conn.execute(
+        'INSERT INTO dr_index_scopes (conversation_id, generation, docs, length)'
+        ' SELECT conversation_id || ?, generation, docs, length FROM dr_index_scopes WHERE scope_key = ?',
+        (suffix, old),
+    )
+    (new,) = conn.execute(
+        'SELECT scope_key FROM dr_index_scopes WHERE conversation_id = ?', (source + suffix,)
+    ).fetchone()
+    conn.execute(
+        'INSERT INTO dr_index_runs (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
+        ' SELECT run_id || ?, ?, started_at, seen, first, lengths, seqs, roles, times, state'
+        ' FROM dr_index_runs WHERE scope_key = ?',
+        (suffix, new, old),
+    )
+    mapping = (
+        ' FROM {table} t JOIN dr_index_runs o ON o.run_key = t.run_key'
+        ' JOIN dr_index_runs n ON n.run_id = o.run_id || ? WHERE t.scope_key = ?'
+    )
+    conn.execute(
+        'INSERT INTO dr_index_terms (scope_key, term, run_key, postings) SELECT ?, t.term, n.run_key, t.postings'
+        + mapping.format(table='dr_index_terms'),
+        (new, suffix, old),
+    )
+    conn.execute(
+        'INSERT INTO dr_index_hashes (scope_key, hash, run_key) SELECT ?, t.hash, n.run_key'
+        + mapping.format(table='dr_index_hashes'),
+        (new, suffix, old),
+    )
 
 
 def _clone_postgres(spec: StoreSpec, source: str, numbers: range) -> int:
@@ -150,7 +188,8 @@ def _clone_postgres(spec: StoreSpec, source: str, numbers: range) -> int:
                 )
                 cursor = conn.execute(
                     sql.SQL(
-                        'INSERT INTO {s}.dr_messages (run_id, seq, body) SELECT m.run_id || %(x)s, m.seq, m.body'
+                        'INSERT INTO {s}.dr_messages (run_id, seq, body, data, ref_run_id, ref_seq)'
+                        ' SELECT m.run_id || %(x)s, m.seq, m.body, m.data, m.ref_run_id || %(x)s, m.ref_seq'
                         ' FROM {s}.dr_messages m JOIN {s}.dr_runs r ON r.run_id = m.run_id'
                         ' WHERE r.conversation_id = %(c)s'
                     ).format(s=schema),

@@ -116,7 +116,13 @@ class _Clock:
 
 
 class _RunWriter:
-    """`StepPersistence` for one run, minus the agent: diff, delta, save."""
+    """`StepPersistence` for one run, minus the agent: diff, delta, save.
+
+    Deltas are written as `StepPersistence` writes them in workflow code (where durable agents
+    run): queued, and saved in one `save_snapshots` transaction every 16 steps and at run end.
+    """
+
+    BATCH_STEPS = 16
 
     def __init__(self, store: StepStore, run: Run, conversation_id: str, base: _Saved | None, ingest: Ingest) -> None:
         self.store = store
@@ -126,6 +132,7 @@ class _RunWriter:
         self.ingest = ingest
         self.saved: list[ModelMessage] = []
         self.next_index = 0
+        self.queue: list[SnapshotDelta] = []
 
     async def register(self) -> None:
         started = time.perf_counter()
@@ -156,9 +163,22 @@ class _RunWriter:
             )
             self.next_index += 1
             self.saved = current
-            await self.store.save_snapshot(delta)
+            self.queue.append(delta)
             self.ingest.snapshots += 1
+            if len(self.queue) >= self.BATCH_STEPS:
+                await self._write()
         self.ingest.seconds += time.perf_counter() - started
+
+    async def flush(self) -> None:
+        """Write what is queued (the run ended)."""
+        started = time.perf_counter()
+        await self._write()
+        self.ingest.seconds += time.perf_counter() - started
+
+    async def _write(self) -> None:
+        if self.queue:
+            await self.store.save_snapshots(self.queue)
+            self.queue = []
 
     def last(self) -> _Saved | None:
         return _Saved(self.run.run_id, self.next_index - 1, self.saved) if self.next_index else None
@@ -221,6 +241,7 @@ async def write_conversation(
                 messages.append(returns)
                 created.append(returns)
         await writer.snapshot(messages, 0)
+        await writer.flush()
         base = writer.last()
         inherited = messages
         ingest.messages += len(created)

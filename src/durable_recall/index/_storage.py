@@ -72,6 +72,8 @@ class IndexedRunRow:
         roles: Role code per record position (see `_layout.ROLE_CODES`).
         times: Message time per record position, as POSIX seconds; NaN for the run's start.
         state: The record builder's resumable state, as JSON text (empty before the first fold).
+        started_at: The run's start as sortable text (`RunCommit.started_at`): with the run id,
+            the run's place in corpus order.
     """
 
     run_key: int
@@ -84,6 +86,7 @@ class IndexedRunRow:
     roles: bytes
     times: bytes
     state: str
+    started_at: str = ''
 
 
 @dataclass(frozen=True, kw_only=True)

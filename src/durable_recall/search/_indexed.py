@@ -18,7 +18,7 @@ import heapq
 from collections import Counter, OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import overload
 
 from pydantic_ai.messages import ModelMessage
@@ -39,21 +39,20 @@ __all__ = ('IndexedCorpus', 'Ranked')
 _ALL = object()
 _POSITION = (1 << 32) - 1
 _RETRIES = 4
-_BATCH_RECORDS = 32
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Run:
-    """A run of the scope the search had to look at: its record, index row and record length."""
+    """A run of the scope the search had to look at: its index row, record length and (once read) record."""
 
-    record: RunRecord
     row: IndexedRunRow
     size: int
+    record: RunRecord | None = None
 
     @property
-    def order(self) -> tuple[datetime, str]:
+    def order(self) -> tuple[str, str]:
         """Corpus order: runs oldest first, ties by run id (as `list_runs` gives them)."""
-        return self.record.started_at, self.record.run_id
+        return self.row.started_at, self.row.run_id
 
 
 @dataclass
@@ -226,7 +225,7 @@ class IndexedCorpus:
         """Each hit's message time (POSIX seconds), for newest/oldest order (hits of the last `rank`)."""
         scope = self._ranked
         assert scope is not None, 'rank first'
-        times = {run.record.run_id: decode_floats(run.row.times) for run in scope.runs.values()}
+        times = {run.row.run_id: decode_floats(run.row.times) for run in scope.runs.values()}
         out: dict[tuple[str, int], float] = {}
         for hit in hits:
             run_id = hit.section.indexed.run.run_id
@@ -237,7 +236,7 @@ class IndexedCorpus:
         """The hits with the messages their windows show, read from the store (or recent answers)."""
         scope = self._ranked
         assert scope is not None, 'rank first'
-        by_id = {run.record.run_id: run for run in scope.runs.values()}
+        by_id = {run.row.run_id: run for run in scope.runs.values()}
         wanted: dict[str, set[int]] = {}
         for hit in hits:
             section = hit.section
@@ -247,9 +246,12 @@ class IndexedCorpus:
         loaded: dict[str, IndexedRun] = {}
         for run_id, positions in wanted.items():
             run = by_id[run_id]
+            record = await self._record(run)
+            if record is None:
+                continue  # deleted since it was ranked
             seqs = decode_ints(run.row.seqs)
-            messages = await self._messages(run.record, {p: seqs[p] for p in positions})
-            loaded[run_id] = IndexedRun(run.record, run.row.seen, _Window(run.size, messages), (), [], {})
+            messages = await self._messages(record, {p: seqs[p] for p in positions})
+            loaded[run_id] = IndexedRun(record, run.row.seen, _Window(run.size, messages), (), [], {})
         return [
             Hit(
                 Section(loaded[hit.section.indexed.run.run_id], hit.section.first, hit.section.order),
@@ -257,6 +259,7 @@ class IndexedCorpus:
                 hit.score,
             )
             for hit in hits
+            if hit.section.indexed.run.run_id in loaded
         ]
 
     async def _run_by_id(self, scope: _Scope, run_id: str, conversation_id: str | None) -> _Run | None:
@@ -267,37 +270,34 @@ class IndexedCorpus:
         row = (await self._storage.load_runs([run_id])).get(run_id)
         if row is None:
             return None
-        run = _Run(record, row, len(row.lengths) // 4)
+        run = _Run(row, len(row.lengths) // 4, record)
         scope.runs[row.run_key] = run
         return run
 
     async def _runs(self, scope: _Scope, run_keys: set[int]) -> dict[int, _Run]:
-        """Runs by key, from the scope's cache or the store; kept while the scope's generation holds."""
+        """Runs by key, from the scope's cache or the store (one read); kept while the generation holds."""
         missing = sorted(key for key in run_keys if key not in scope.runs)
         if missing:
-            rows = await self._storage.runs_by_key(missing)
-            records: dict[str, RunRecord] = {}
-            if len(rows) > _BATCH_RECORDS:
-                listed = await self._store.list_runs(conversation_id=scope.conversation_id)
-                wanted = {row.run_id for row in rows.values()}
-                records = {record.run_id: record for record in listed if record.run_id in wanted}
-            else:
-                for row in rows.values():
-                    record = await self._store.get_run(row.run_id)
-                    if record is not None:
-                        records[row.run_id] = record
-            for key, row in rows.items():
-                if row.run_id in records:
-                    scope.runs[key] = _Run(records[row.run_id], row, len(row.lengths) // 4)
+            for key, row in (await self._storage.runs_by_key(missing)).items():
+                scope.runs[key] = _Run(row, len(row.lengths) // 4)
         return {key: scope.runs[key] for key in run_keys if key in scope.runs}
+
+    async def _record(self, run: _Run) -> RunRecord | None:
+        """The run's record, read once (only for runs an answer shows)."""
+        if run.record is None:
+            run.record = await self._store.get_run(run.row.run_id)
+        return run.record
 
     async def _head(self, run: _Run) -> list[Counter[str]]:
         """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
         first = run.row.first
         if first == 0:
             return []
+        record = await self._record(run)
+        if record is None:
+            return []
         seqs = decode_ints(run.row.seqs)
-        messages = await self._messages(run.record, {p: seqs[p] for p in range(first)})
+        messages = await self._messages(record, {p: seqs[p] for p in range(first)})
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _messages(self, run: RunRecord, seqs: Mapping[int, int]) -> dict[int, ModelMessage]:
@@ -386,11 +386,15 @@ class _Window(Sequence[ModelMessage]):
         return (self._messages[position] for position in range(self._size))
 
 
+_UNREAD = datetime.fromtimestamp(0, UTC)
+
+
 def _shown(message: ModelMessage) -> ModelMessage:
     return strip_artifacts(message) or message
 
 
 def _section(run: _Run, *, whole: bool) -> Section:
-    """The section a hit of `run` belongs to; `load_windows` fills in the messages it shows."""
-    indexed = IndexedRun(run.record, run.row.seen, _Window(run.size, {}), (), [], {})
+    """The section a hit of `run` belongs to; `load_windows` fills in its record and the messages it shows."""
+    record = run.record or RunRecord(run_id=run.row.run_id, conversation_id=None, started_at=_UNREAD, token='')
+    indexed = IndexedRun(record, run.row.seen, _Window(run.size, {}), (), [], {})
     return Section(indexed, 0 if whole else run.row.first, run.row.run_key)

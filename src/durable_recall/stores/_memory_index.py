@@ -139,6 +139,7 @@ class MemoryIndex:
             roles=change.roles,
             times=change.times,
             state=change.state,
+            started_at=change.started_at,
         )
         self._runs[change.run_id] = row
         self._order[change.run_id] = change.started_at

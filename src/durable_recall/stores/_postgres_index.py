@@ -52,7 +52,7 @@ _STATUS_ALL: LiteralString = (
     " LEFT JOIN {meta} AS g ON g.key = 'index_generation'"
 )
 
-_RUN_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state'
+_RUN_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 _LIST_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths'
 
 _SCOPE_RUNS: LiteralString = 'SELECT ' + _LIST_COLUMNS + ' FROM {index_runs}'

@@ -289,6 +289,7 @@ def indexed_run(
     roles: bytes,
     times: bytes,
     state: str,
+    started_at: str = '',
 ) -> IndexedRunRow:
     """Build an `IndexedRunRow` from the columns of an index runs row, in table order."""
     return IndexedRunRow(
@@ -302,6 +303,7 @@ def indexed_run(
         roles=roles,
         times=times,
         state=state,
+        started_at=started_at,
     )
 
 

@@ -27,7 +27,7 @@ _T = TypeVar('_T')
 _CHUNK = 500
 """Values bound per `IN (...)` list."""
 
-_RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state'
+_RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 
 _SCOPE_KEY = '(SELECT scope_key FROM dr_index_scopes WHERE conversation_id = ? UNION ALL SELECT 0 WHERE ? IS NULL)'
 """The scope key of a conversation (bound twice): 0 for `None`, `NULL` when it has no scope row."""
