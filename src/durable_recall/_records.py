@@ -112,7 +112,9 @@ class SnapshotDelta:
         base_run_id: For a run's first snapshot only: copy segments refer to this other run's
             snapshot `base_index` instead of a previous snapshot of this run. A conversation's
             next run inherits the previous run's history, so this keeps the inherited messages
-            out of the durable journal; the store copies them into this run's log.
+            out of the durable journal. The store records them in this run's log as references to
+            the base run's entries when both runs share a conversation id (a conversation is
+            deleted whole, so the references can never dangle), and copies them otherwise.
         base_index: The snapshot of `base_run_id` that copy segments refer to.
     """
 

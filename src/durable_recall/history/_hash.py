@@ -29,7 +29,9 @@ Kept: response `usage`, `model_name`, `model_id`, `provider_*` (including `provi
 back the same values; they also make two genuinely different responses with the same text differ.
 
 Hashes are sha256 hex digests of canonical JSON (sorted keys, ASCII escapes), so they are stable
-across processes and Python versions. They are never stored: only compared within one reader.
+across processes and Python versions. The search index stores them (a run's resumable fold state,
+and the first 16 bytes per message for the inheritance check), so they are compatibility data:
+a change to what the hash covers needs an index rebuild (see `INDEX_VERSION`).
 """
 
 from __future__ import annotations
