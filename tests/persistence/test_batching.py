@@ -6,8 +6,7 @@ what is under test is the queueing policy, which is engine-neutral.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 from pydantic_ai import Agent
@@ -16,7 +15,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import InMemoryStepStore, PersistBatch, SnapshotDelta, StepPersistence
 from durable_recall._codec import dump_messages
-from durable_recall.persistence import _capability
 from tests._scripted import read_file, scripted_model
 
 pytestmark = pytest.mark.anyio
@@ -36,25 +34,6 @@ class SpyStore(InMemoryStepStore):
     async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
         self.deltas.extend(deltas)
         return await super().save_snapshots(deltas)
-
-
-@pytest.fixture
-def in_workflow(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_capability, 'in_workflow_code', lambda: True)
-    yield
-
-
-@pytest.fixture
-def batches(monkeypatch: pytest.MonkeyPatch) -> list[PersistBatch]:
-    seen: list[PersistBatch] = []
-    original = StepPersistence.save_steps
-
-    async def spy(self: StepPersistence, ctx: Any, batch: PersistBatch) -> int:
-        seen.append(batch)
-        return await original(self, ctx, batch)
-
-    monkeypatch.setattr(StepPersistence, 'save_steps', spy)
-    return seen
 
 
 def agent_with(persistence: StepPersistence, model: FunctionModel | None = None) -> Agent[None, str]:

@@ -14,6 +14,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 __all__ = (
     'INDEX_VERSION',
@@ -44,25 +45,27 @@ ROLE_CODES: dict[str, int] = {name: code for code, name in enumerate(ROLE_NAMES)
 _SWAP = sys.byteorder != 'little'
 
 
-def _ints(values: Iterable[int]) -> array[int]:
-    return array('I', values)
-
-
-def encode_ints(values: Iterable[int]) -> bytes:
-    """Unsigned 32-bit little-endian ints."""
-    packed = _ints(values)
+def _pack(packed: array[Any]) -> bytes:
     if _SWAP:
         packed.byteswap()
     return packed.tobytes()
 
 
-def decode_ints(data: bytes) -> array[int]:
-    """The ints `encode_ints` packed."""
-    packed = array('I')
+def _unpack(packed: array[Any], data: bytes) -> array[Any]:
     packed.frombytes(data)
     if _SWAP:
         packed.byteswap()
     return packed
+
+
+def encode_ints(values: Iterable[int]) -> bytes:
+    """Unsigned 32-bit little-endian ints."""
+    return _pack(array('I', values))
+
+
+def decode_ints(data: bytes) -> array[int]:
+    """The ints `encode_ints` packed."""
+    return _unpack(array('I'), data)
 
 
 _TRIPLE = struct.Struct('<III')
@@ -83,19 +86,12 @@ def decode_postings(data: bytes) -> tuple[Sequence[int], Sequence[int], Sequence
 
 def encode_floats(values: Iterable[float]) -> bytes:
     """64-bit little-endian floats."""
-    packed = array('d', values)
-    if _SWAP:
-        packed.byteswap()
-    return packed.tobytes()
+    return _pack(array('d', values))
 
 
 def decode_floats(data: bytes) -> array[float]:
     """The floats `encode_floats` packed."""
-    packed = array('d')
-    packed.frombytes(data)
-    if _SWAP:
-        packed.byteswap()
-    return packed
+    return _unpack(array('d'), data)
 
 
 def encode_roles(roles: Iterable[str]) -> bytes:

@@ -80,27 +80,22 @@ class SqliteIndex:
         return await self._run(read)
 
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
-        def read(conn: sqlite3.Connection) -> dict[str, IndexedRunRow]:
-            rows: dict[str, IndexedRunRow] = {}
-            with transaction(conn, 'BEGIN'):
-                for chunk in _chunks(run_ids):
-                    found = conn.execute(
-                        f'SELECT {_RUN_COLUMNS} FROM dr_index_runs WHERE run_id IN ({_marks(chunk)})', chunk
-                    )
-                    rows.update((row[1], indexed_run(*row)) for row in found)
-            return {run_id: rows[run_id] for run_id in run_ids if run_id in rows}
-
-        return await self._run(read)
+        rows = await self._rows_where('run_id', run_ids)
+        by_id = {row.run_id: row for row in rows}
+        return {run_id: by_id[run_id] for run_id in run_ids if run_id in by_id}
 
     async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
-        def read(conn: sqlite3.Connection) -> dict[int, IndexedRunRow]:
-            rows: dict[int, IndexedRunRow] = {}
+        return {row.run_key: row for row in await self._rows_where('run_key', run_keys)}
+
+    async def _rows_where(self, column: str, values: Sequence[str] | Sequence[int]) -> list[IndexedRunRow]:
+        def read(conn: sqlite3.Connection) -> list[IndexedRunRow]:
+            rows: list[IndexedRunRow] = []
             with transaction(conn, 'BEGIN'):
-                for chunk in _chunks(run_keys):
+                for chunk in _chunks(values):
                     found = conn.execute(
-                        f'SELECT {_RUN_COLUMNS} FROM dr_index_runs WHERE run_key IN ({_marks(chunk)})', chunk
+                        f'SELECT {_RUN_COLUMNS} FROM dr_index_runs WHERE {column} IN ({_marks(chunk)})', chunk
                     )
-                    rows.update((row[0], indexed_run(*row)) for row in found)
+                    rows.extend(indexed_run(*row) for row in found)
             return rows
 
         return await self._run(read)

@@ -1,0 +1,32 @@
+"""Fixtures shared by the persistence tests: pretend to be workflow code, and watch the durable writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from durable_recall import PersistBatch, StepPersistence
+from durable_recall.persistence import _capability
+
+
+@pytest.fixture
+def in_workflow(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`StepPersistence` behaves as in workflow code: it batches its writes."""
+    monkeypatch.setattr(_capability, 'in_workflow_code', lambda: True)
+    yield
+
+
+@pytest.fixture
+def batches(monkeypatch: pytest.MonkeyPatch) -> list[PersistBatch]:
+    """Every batch `save_steps` writes, in order."""
+    seen: list[PersistBatch] = []
+    original = StepPersistence.save_steps
+
+    async def spy(self: StepPersistence, ctx: Any, batch: PersistBatch) -> int:
+        seen.append(batch)
+        return await original(self, ctx, batch)
+
+    monkeypatch.setattr(StepPersistence, 'save_steps', spy)
+    return seen
