@@ -23,6 +23,11 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 __all__ = ('MessageDecodeError', 'StoredBody', 'decode_body', 'dump_messages', 'encode_body', 'load_messages')
 
 
+# pydantic-ai's message adapter builds its validator and serializer on first use (about 80 ms).
+# Build them at import, with the rest of the startup cost, not in a worker's first search or save.
+ModelMessagesTypeAdapter.validate_json('[]')
+
+
 class MessageDecodeError(ValueError):
     """A stored message body is not a valid pydantic-ai message."""
 
