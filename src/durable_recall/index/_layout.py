@@ -2,9 +2,9 @@
 
 Fixed-width little-endian arrays: `array.frombytes` decodes them at C speed, which is what keeps a
 cold search from paying a Python loop per posting. Postings interleave `(position, tf, length)`
-triples of unsigned 32-bit ints, positions increasing, so appending a later catch-up's positions
-is a byte concatenation the database can do in place, and a search scores a posting without
-reading anything else about its document.
+triples of 16-bit values (with an escape for the rare larger one), positions increasing, so
+appending a later catch-up's positions is a byte concatenation the database can do in place, and
+a search scores a posting without reading anything else about its document.
 """
 
 from __future__ import annotations
@@ -68,20 +68,45 @@ def decode_ints(data: bytes) -> array[int]:
     return _unpack(array('I'), data)
 
 
-_TRIPLE = struct.Struct('<III')
+_ESCAPE = 0xFFFF
+_SMALL = struct.Struct('<HHH')
 
 
 def encode_postings(postings: Sequence[tuple[int, int, int]]) -> bytes:
-    """`(position, tf, document length)` triples, positions increasing."""
-    if len(postings) == 1:
-        return _TRIPLE.pack(*postings[0])
-    return b''.join([_TRIPLE.pack(position, tf, length) for position, tf, length in postings])
+    """`(position, tf, document length)` triples, positions increasing, as 16-bit values.
+
+    Almost every value fits 16 bits, so a posting takes 6 bytes. A value that does not (a position
+    or length of 65,535 or more) is written as the escape `0xFFFF` and two 16-bit halves. Blobs
+    concatenate: appending a later catch-up's postings is a byte concatenation.
+    """
+    if len(postings) == 1 and max(postings[0]) < _ESCAPE:
+        return _SMALL.pack(*postings[0])
+    values = array('H')
+    for posting in postings:
+        for value in posting:
+            if value < _ESCAPE:
+                values.append(value)
+            else:
+                values.extend((_ESCAPE, value & 0xFFFF, value >> 16))
+    return _pack(values)
 
 
 def decode_postings(data: bytes) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
     """Positions, term frequencies and document lengths, as three aligned sequences."""
-    flat = decode_ints(data)
-    return flat[0::3], flat[1::3], flat[2::3]
+    flat = _unpack(array('H'), data)
+    if _ESCAPE not in flat:  # the common case, at C speed
+        return flat[0::3], flat[1::3], flat[2::3]
+    values: list[int] = []
+    index, size = 0, len(flat)
+    while index < size:
+        value = flat[index]
+        if value == _ESCAPE:
+            values.append(flat[index + 1] | flat[index + 2] << 16)
+            index += 3
+        else:
+            values.append(value)
+            index += 1
+    return values[0::3], values[1::3], values[2::3]
 
 
 def encode_floats(values: Iterable[float]) -> bytes:

@@ -274,6 +274,7 @@ class SqliteStepStore:
         try:
             # Switching to WAL writes the file header, so an unwritable file fails here, not on a save.
             conn.execute('PRAGMA journal_mode = WAL').fetchone()
+            conn.execute('PRAGMA cache_size = -32768')  # 32 MiB of pages: the index tables are read at random
             self._schema_version(conn)
         except sqlite3.Error as error:
             conn.close()

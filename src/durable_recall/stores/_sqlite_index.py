@@ -297,7 +297,8 @@ def _put_postings(conn: sqlite3.Connection, change: RunCommit, scope_key: int, r
         conn.executemany(
             f'{insert} ON CONFLICT (scope_key, term, run_key)'
             ' DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)',
-            [(term, scope_key, run_key, data) for term, data in change.postings_add.items()],
+            # In key order: each insert lands next to the last one in the tree.
+            [(term, scope_key, run_key, data) for term, data in sorted(change.postings_add.items())],
         )
     replaced = [(term, scope_key, run_key, data) for term, data in change.postings_set.items() if data]
     if replaced:
