@@ -12,7 +12,18 @@ from durable_recall import StepStore
 
 __all__ = ('StoreSpec', 'StoreSize', 'clone_conversation')
 
-_TABLES = ('dr_runs', 'dr_messages', 'dr_snapshots')
+_TABLES = (
+    'dr_meta',
+    'dr_runs',
+    'dr_messages',
+    'dr_snapshots',
+    'dr_pending',
+    'dr_index_scopes',
+    'dr_index_runs',
+    'dr_index_terms',
+    'dr_index_hashes',
+)
+"""Every table of the store, the search index's included."""
 
 
 @dataclass(frozen=True)
