@@ -795,7 +795,8 @@ MISSED_BECAUSE = {
     'ingest': 'indexing a run costs per-message Python work: the replay-proof content hash (~0.25 ms), folding the '
     'snapshots, tokenizing, and one B-tree row per term and run',
     'storage / raw message text': 'the message log is ~1.1x the text; the index keeps one row per term and run, '
-    'which for rare words (ids, numbers, paths) is a row per posting',
+    'which for rare words (ids, numbers, paths) is a row per posting (on Postgres a row also pays a tuple header '
+    'and a B-tree entry)',
 }
 """Why each target is missed where it is, printed under the table (the README says more)."""
 
