@@ -61,8 +61,6 @@ from durable_recall.search import SearchRequest
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 20260105
 TARGET = 'bench-target'
-DEFAULT_CACHED_RUNS = 1024
-"""`SnapshotHistorySource(max_cached_runs=...)` default: a conversation with more runs is re-read on every search."""
 OTHER = 'bench-other'
 
 
@@ -183,7 +181,6 @@ class Side:
     storage: StoreSize | None = None
     timings: Timings = field(default_factory=Timings)
     overlap: list[float] = field(default_factory=list[float])
-    cached_warm: list[float] = field(default_factory=list[float])
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -457,11 +454,6 @@ class Report:
         add('search p50, cold process (ms)', cold_values, ratio, target, verdict)
         add('search p95, cold process (ms)', each(lambda side: _ms(percentile(side.timings.cold, 95))))
         add('  samples (warm / cold)', each(lambda side: f'{len(side.timings.warm)} / {len(side.timings.cold)}'))
-        if any(side.cached_warm for side in self.sides):
-            add(
-                f'search p50, warm, max_cached_runs > {DEFAULT_CACHED_RUNS:,} (ms)',
-                each(lambda side: _ms(percentile(side.cached_warm, 50)) if side.cached_warm else 'n/a'),
-            )
         add(
             'module imports, cold process (ms)',
             each(lambda side: _ms(statistics.median(side.timings.imports or [math.nan]))),
@@ -626,10 +618,6 @@ async def _measure(plan: Plan, args: argparse.Namespace, work: Path, setup: dict
             )
             log(f'timing our search on {spec.label}')
             side.timings = measure_ours(spec, TARGET, queries, plan, work)
-            if len(target.runs) > DEFAULT_CACHED_RUNS:
-                log(f'timing warm searches with every run cached ({len(target.runs):,} runs)')
-                one = replace(plan, cold_processes=1)
-                side.cached_warm = measure_ours(spec, TARGET, queries, one, work, len(target.runs) + 1).warm
             log(f'ranking agreement on {spec.label}')
             store = spec.open()
             try:
