@@ -145,7 +145,7 @@ class Indexer:
             length = terms.total()
             for term, count in terms.items():
                 added.setdefault(term, []).append((position, count, length))
-        postings_set = await self._rewritten(run, affected, replaced, added) if replaced else {}
+        postings_set = await self._rewritten(run, row, affected, replaced, added) if replaced else {}
         for term in postings_set:
             added.pop(term, None)
         own = _own(arrays, first)
@@ -201,14 +201,14 @@ class Indexer:
     async def _rewritten(
         self,
         run: RunRecord,
+        row: IndexedRunRow | None,
         terms: set[str],
         replaced: dict[int, Counter[str]],
         added: dict[str, list[tuple[int, int, int]]],
     ) -> dict[str, bytes]:
         """Whole new postings of the terms an earlier, re-indexed position had or has."""
         rows = await self._storage.postings(sorted(terms), run.conversation_id, all_scopes=run.conversation_id is None)
-        own = (await self._storage.load_runs([run.run_id])).get(run.run_id)
-        run_key = own.run_key if own is not None else None
+        run_key = row.run_key if row is not None else None
         out: dict[str, bytes] = {}
         for term in terms:
             kept: dict[int, tuple[int, int, int]] = {}
@@ -226,20 +226,19 @@ class Indexer:
 
 
 def _put(arrays: _Arrays, position: int, length: int, seq: int, message: ModelMessage, run: RunRecord) -> None:
-    """Set (or append) a position's length, log number, role and time."""
+    """Set (or append) a position's length, log number, role and time (the message's, else the run's start)."""
     role = encode_roles([message_role(message)])[0]
     moment = (message.timestamp or run.started_at).timestamp()
-    values = (length, seq, role, moment)
     if position == len(arrays.lengths):
-        arrays.lengths.append(values[0])
-        arrays.seqs.append(max(values[1], 0))
-        arrays.roles.append(values[2])
-        arrays.times.append(values[3])
+        arrays.lengths.append(length)
+        arrays.seqs.append(max(seq, 0))
+        arrays.roles.append(role)
+        arrays.times.append(moment)
     else:
-        arrays.lengths[position] = values[0]
-        arrays.seqs[position] = max(values[1], 0)
-        arrays.roles[position] = values[2]
-        arrays.times[position] = values[3]
+        arrays.lengths[position] = length
+        arrays.seqs[position] = max(seq, 0)
+        arrays.roles[position] = role
+        arrays.times[position] = moment
 
 
 def _own(arrays: _Arrays, first: int) -> tuple[int, int]:

@@ -9,7 +9,6 @@ a search scores a posting without reading anything else about its document.
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
 from array import array
@@ -28,7 +27,6 @@ __all__ = (
     'encode_ints',
     'encode_postings',
     'encode_roles',
-    'run_start',
 )
 
 INDEX_VERSION = 1
@@ -127,8 +125,3 @@ def encode_roles(roles: Iterable[str]) -> bytes:
 def decode_roles(data: bytes) -> list[str]:
     """The roles `encode_roles` packed."""
     return [ROLE_NAMES[code] for code in data]
-
-
-def run_start(value: float) -> bool:
-    """Whether a stored time means "the run's start" (the message carried no timestamp)."""
-    return math.isnan(value)

@@ -70,7 +70,8 @@ class IndexedRunRow:
         lengths: Token count per record position.
         seqs: The run's message-log number per record position (where its body is).
         roles: Role code per record position (see `_layout.ROLE_CODES`).
-        times: Message time per record position, as POSIX seconds; NaN for the run's start.
+        times: Message time per record position, as POSIX seconds (the run's start for a message
+            that carries no timestamp).
         state: The record builder's resumable state, as JSON text (empty before the first fold).
         started_at: The run's start as sortable text (`RunCommit.started_at`): with the run id,
             the run's place in corpus order.

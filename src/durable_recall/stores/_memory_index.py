@@ -37,7 +37,6 @@ class MemoryIndex:
     """run id -> (conversation key text, last snapshot index saved)."""
     _scopes: dict[str | None, _Scope] = field(default_factory=dict[str | None, _Scope])
     _runs: dict[str, IndexedRunRow] = field(default_factory=dict[str, IndexedRunRow])
-    _order: dict[str, str] = field(default_factory=dict[str, str])
     _terms: dict[tuple[str, int], dict[int, bytes]] = field(default_factory=dict[tuple[str, int], dict[int, bytes]])
     _hashes: dict[int, dict[bytes, int]] = field(default_factory=dict[int, dict[bytes, int]])
     _next_run_key: int = 1
@@ -52,7 +51,6 @@ class MemoryIndex:
         for run_id in run_ids:
             self.pending.pop(run_id, None)
             row = self._runs.pop(run_id, None)
-            self._order.pop(run_id, None)
             if row is not None:
                 for postings in self._terms.values():
                     postings.pop(row.run_key, None)
@@ -142,7 +140,6 @@ class MemoryIndex:
             started_at=change.started_at,
         )
         self._runs[change.run_id] = row
-        self._order[change.run_id] = change.started_at
         for term, data in change.postings_add.items():
             postings = self._terms.setdefault((term, scope.key), {})
             postings[run_key] = postings.get(run_key, b'') + data
