@@ -6,9 +6,10 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from durable_recall import StepStore
+from durable_recall.index._chunks import OPEN, decode_chunk, pack_open, seal
 
 __all__ = ('StoreSpec', 'StoreSize', 'clone_conversation')
 
@@ -20,7 +21,7 @@ _TABLES = (
     'dr_pending',
     'dr_index_scopes',
     'dr_index_runs',
-    'dr_index_terms',
+    'dr_index_postings',
     'dr_index_hashes',
 )
 """Every table of the store, the search index's included."""
@@ -159,23 +160,42 @@ def _clone_sqlite_index(conn: sqlite3.Connection, source: str, suffix: str) -> N
     conn.execute(
         'INSERT INTO dr_index_runs (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
         ' SELECT run_id || ?, ?, started_at, seen, first, lengths, seqs, roles, times, state'
-        ' FROM dr_index_runs WHERE scope_key = ?',
+        ' FROM dr_index_runs WHERE scope_key = ? ORDER BY run_key',
         (suffix, new, old),
+    )
+    keys = dict(
+        conn.execute(
+            'SELECT o.run_key, n.run_key FROM dr_index_runs o JOIN dr_index_runs n ON n.run_id = o.run_id || ?'
+            ' WHERE o.scope_key = ?',
+            (suffix, old),
+        ).fetchall()
+    )
+    copied = (
+        (new, term, number, _renumbered(number, data, keys))
+        for term, number, data in conn.execute(
+            'SELECT term, chunk, postings FROM dr_index_postings WHERE scope_key = ?', (old,)
+        )
+    )
+    conn.executemany(
+        'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)', list(copied)
     )
     mapping = (
         ' FROM {table} t JOIN dr_index_runs o ON o.run_key = t.run_key'
         ' JOIN dr_index_runs n ON n.run_id = o.run_id || ? WHERE t.scope_key = ?'
     )
     conn.execute(
-        'INSERT INTO dr_index_terms (scope_key, term, run_key, postings) SELECT ?, t.term, n.run_key, t.postings'
-        + mapping.format(table='dr_index_terms'),
-        (new, suffix, old),
-    )
-    conn.execute(
         'INSERT INTO dr_index_hashes (scope_key, hash, run_key) SELECT ?, t.hash, n.run_key'
         + mapping.format(table='dr_index_hashes'),
         (new, suffix, old),
     )
+
+
+def _renumbered(number: int, data: bytes, keys: dict[int, int]) -> bytes:
+    """A postings chunk with its run keys mapped to the copy's (in the same order, so it stays sorted)."""
+    entries = [(keys[key >> 32] << 32 | key & 0xFFFFFFFF, tf, n) for key, tf, n in decode_chunk(number, data).entries()]
+    if number != OPEN:
+        return seal(entries)
+    return b''.join(pack_open(key >> 32, [(key & 0xFFFFFFFF, tf, n)]) for key, tf, n in entries)
 
 
 def _clone_postgres(spec: StoreSpec, source: str, numbers: range) -> int:
@@ -216,4 +236,51 @@ def _clone_postgres(spec: StoreSpec, source: str, numbers: range) -> int:
                     ).format(s=schema),
                     {'x': suffix, 'c': source},
                 )
+                _clone_postgres_index(conn, schema, source, suffix)
     return added
+
+
+def _clone_postgres_index(conn: Any, schema: Any, source: str, suffix: str) -> None:
+    """As `_clone_sqlite_index`, on Postgres."""
+    from psycopg import sql
+
+    def run(query: str, params: Any = None) -> Any:
+        return conn.execute(sql.SQL(query).format(s=schema), params)  # type: ignore[arg-type]
+
+    found = run('SELECT scope_key FROM {s}.dr_index_scopes WHERE conversation_id = %s', (source,)).fetchone()
+    if found is None:
+        return
+    old = found[0]
+    (new,) = run(
+        'INSERT INTO {s}.dr_index_scopes (conversation_id, generation, docs, length)'
+        ' SELECT conversation_id || %s, generation, docs, length FROM {s}.dr_index_scopes WHERE scope_key = %s'
+        ' RETURNING scope_key',
+        (suffix, old),
+    ).fetchone()
+    run(
+        'INSERT INTO {s}.dr_index_runs (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
+        ' SELECT run_id || %s, %s, started_at, seen, first, lengths, seqs, roles, times, state'
+        ' FROM {s}.dr_index_runs WHERE scope_key = %s ORDER BY run_key',
+        (suffix, new, old),
+    )
+    keys = dict(
+        run(
+            'SELECT o.run_key, n.run_key FROM {s}.dr_index_runs o JOIN {s}.dr_index_runs n'
+            ' ON n.run_id = o.run_id || %s WHERE o.scope_key = %s',
+            (suffix, old),
+        ).fetchall()
+    )
+    rows = run('SELECT term, chunk, postings FROM {s}.dr_index_postings WHERE scope_key = %s', (old,)).fetchall()
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            sql.SQL(
+                'INSERT INTO {s}.dr_index_postings (scope_key, term, chunk, postings) VALUES (%s, %s, %s, %s)'
+            ).format(s=schema),
+            [(new, term, number, _renumbered(number, bytes(data), keys)) for term, number, data in rows],
+        )
+    run(
+        'INSERT INTO {s}.dr_index_hashes (scope_key, hash, run_key) SELECT %s, t.hash, n.run_key'
+        ' FROM {s}.dr_index_hashes t JOIN {s}.dr_index_runs o ON o.run_key = t.run_key'
+        ' JOIN {s}.dr_index_runs n ON n.run_id = o.run_id || %s WHERE t.scope_key = %s',
+        (new, suffix, old),
+    )

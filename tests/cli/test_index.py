@@ -17,7 +17,7 @@ def fresh_copy(populated: Populated, tmp_path: Path) -> str:
     target = tmp_path / 'copy.db'
     with closing(sqlite3.connect(populated.store)) as source, closing(sqlite3.connect(target)) as copy:
         source.backup(copy)
-        copy.execute('DELETE FROM dr_index_terms')
+        copy.execute('DELETE FROM dr_index_postings')
         copy.execute('DELETE FROM dr_index_hashes')
         copy.execute('DELETE FROM dr_index_runs')
         copy.execute('DELETE FROM dr_index_scopes')

@@ -11,10 +11,12 @@ from typing import Any
 import anyio
 import pytest
 
-from durable_recall import _errors
+from durable_recall import _errors, update_index
 from durable_recall._codec import dump_messages
 from durable_recall.index import IndexStorage, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
-from durable_recall.index._layout import encode_floats, encode_ints, encode_postings, encode_roles
+from durable_recall.index._chunks import SEAL_AT, decode_chunk
+from durable_recall.index._layout import encode_floats, encode_ints, encode_roles
+from durable_recall.index._storage import Posting
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import (
     POSTGRES_META,
@@ -30,12 +32,24 @@ from ._helpers import delta, messages, registration, save_history
 
 pytestmark = pytest.mark.anyio
 
-INDEX_TABLES = ('pending', 'index_scopes', 'index_runs', 'index_terms', 'index_hashes')
+INDEX_TABLES = ('pending', 'index_scopes', 'index_runs', 'index_postings', 'index_hashes')
 
 
-def postings(*pairs: tuple[int, int]) -> bytes:
+def postings(*pairs: tuple[int, int]) -> list[Posting]:
     """Postings of `(position, tf)` pairs, each document 10 tokens long."""
-    return encode_postings([(position, tf, 10) for position, tf in pairs])
+    return [(position, tf, 10) for position, tf in pairs]
+
+
+def view(found: dict[str, list[PostingsRow]]) -> dict[str, list[tuple[int, int, int]]]:
+    """Each term's postings as sorted `(run key, position, tf)`, whatever chunks hold them."""
+    return {
+        term: sorted(
+            (key >> 32, key & 0xFFFFFFFF, tf)
+            for row in rows
+            for key, tf, _ in decode_chunk(row.chunk, row.postings).entries()
+        )
+        for term, rows in found.items()
+    }
 
 
 async def change(
@@ -46,8 +60,8 @@ async def change(
     seen: int = 0,
     upto: int | None = None,
     lengths: Sequence[int] = (3,),
-    postings_add: dict[str, bytes] | None = None,
-    postings_set: dict[str, bytes] | None = None,
+    postings_add: dict[str, list[Posting]] | None = None,
+    postings_set: dict[str, list[Posting]] | None = None,
     hashes: Sequence[bytes] = (),
     docs_delta: int = 1,
     length_delta: int = 3,
@@ -262,10 +276,10 @@ class TestCommit:
                 postings_add={'alpha': postings((1, 3)), 'gamma': postings((1, 1))},
             )
         )
-        assert await index.postings(['alpha', 'beta', 'gamma', 'delta'], 'c', all_scopes=False) == {
-            'alpha': [PostingsRow(run_key=run_key, postings=postings((0, 1), (1, 3)))],
-            'beta': [PostingsRow(run_key=run_key, postings=postings((0, 2)))],
-            'gamma': [PostingsRow(run_key=run_key, postings=postings((1, 1)))],
+        assert view(await index.postings(['alpha', 'beta', 'gamma', 'delta'], 'c', all_scopes=False)) == {
+            'alpha': [(run_key, 0, 1), (run_key, 1, 3)],
+            'beta': [(run_key, 0, 2)],
+            'gamma': [(run_key, 1, 1)],
         }
 
         await index.commit(
@@ -274,13 +288,37 @@ class TestCommit:
                 'run-1',
                 expected_seen=1,
                 seen=2,
-                postings_set={'alpha': postings((1, 3)), 'beta': b'', 'missing': b''},
+                postings_set={'alpha': postings((1, 3)), 'beta': [], 'missing': []},
             )
         )
-        assert await index.postings(['alpha', 'beta', 'gamma'], 'c', all_scopes=False) == {
-            'alpha': [PostingsRow(run_key=run_key, postings=postings((1, 3)))],
-            'gamma': [PostingsRow(run_key=run_key, postings=postings((1, 1)))],
+        assert view(await index.postings(['alpha', 'beta', 'gamma'], 'c', all_scopes=False)) == {
+            'alpha': [(run_key, 1, 3)],
+            'gamma': [(run_key, 1, 1)],
         }
+
+    async def test_a_full_open_tail_is_sealed_and_replacing_reaches_every_chunk(self, store: StepStore) -> None:
+        index = store.index_storage()
+        for run_id in ('run-1', 'run-2'):
+            await started(store, run_id, 'c', snapshots=3)
+        many = postings(*((position, 1) for position in range(SEAL_AT + 10)))
+        await index.commit(await change(store, 'run-1', seen=0, postings_add={'alpha': many}))
+        await index.commit(await change(store, 'run-2', seen=0, postings_add={'alpha': postings((0, 2))}))
+        keys = {run_id: row.run_key for run_id, row in (await index.load_runs(['run-1', 'run-2'])).items()}
+
+        rows = (await index.postings(['alpha'], 'c', all_scopes=False))['alpha']
+        assert [row.chunk for row in rows] == [0, 1]  # the open tail (run-2) and the sealed run-1
+        assert len(rows[1].postings) < (SEAL_AT + 10) * 6  # sealed chunks are packed
+        expected = [(keys['run-1'], position, 1) for position in range(SEAL_AT + 10)] + [(keys['run-2'], 0, 2)]
+        assert view({'alpha': rows}) == {'alpha': expected}
+
+        await index.commit(
+            await change(store, 'run-1', expected_seen=0, seen=1, postings_set={'alpha': postings((3, 4))})
+        )
+        assert view(await index.postings(['alpha'], 'c', all_scopes=False)) == {
+            'alpha': [(keys['run-1'], 3, 4), (keys['run-2'], 0, 2)]
+        }
+        await index.commit(await change(store, 'run-2', expected_seen=0, seen=1, postings_set={'alpha': []}))
+        assert view(await index.postings(['alpha'], 'c', all_scopes=False)) == {'alpha': [(keys['run-1'], 3, 4)]}
 
     async def test_a_commit_carries_thousands_of_terms(self, store: StepStore) -> None:
         index = store.index_storage()
@@ -289,8 +327,9 @@ class TestCommit:
 
         await index.commit(await change(store, 'run-1', seen=0, postings_add=terms))
 
-        found = await index.postings(list(terms), 'c', all_scopes=False)
-        assert {term: rows[0].postings for term, rows in found.items()} == terms
+        run_key = (await index.load_runs(['run-1']))['run-1'].run_key
+        found = view(await index.postings(list(terms), 'c', all_scopes=False))
+        assert found == {term: [(run_key, 0, n + 1)] for n, term in enumerate(terms)}
 
     async def test_postings_per_scope_and_over_all(self, store: StepStore) -> None:
         index = store.index_storage()
@@ -300,7 +339,7 @@ class TestCommit:
         keys = {run_id: row.run_key for run_id, row in (await index.load_runs(['a-1', 'a-2', 'b-1', 'n-1'])).items()}
 
         def run_keys(found: dict[str, list[PostingsRow]]) -> list[int]:
-            return sorted(row.run_key for row in found.get('shared', []))
+            return sorted(run_key for run_key, _, _ in view(found).get('shared', []))
 
         assert run_keys(await index.postings(['shared'], 'a', all_scopes=False)) == sorted([keys['a-1'], keys['a-2']])
         assert run_keys(await index.postings(['shared'], 'b', all_scopes=False)) == [keys['b-1']]
@@ -341,8 +380,8 @@ class TestCommit:
 
         assert await index.status('c', all_scopes=False) == before
         assert (await index.load_runs(['run-1']))['run-1'].seen == 0
-        [row] = (await index.postings(['alpha'], 'c', all_scopes=False))['alpha']
-        assert row.postings == postings((0, 1))
+        run_key = (await index.load_runs(['run-1']))['run-1'].run_key
+        assert view(await index.postings(['alpha'], 'c', all_scopes=False)) == {'alpha': [(run_key, 0, 1)]}
 
     async def test_two_first_commits_of_one_run_race_and_one_loses(self, store: StepStore) -> None:
         index = store.index_storage()
@@ -364,8 +403,8 @@ class TestCommit:
 
         assert sorted(outcomes) == ['ok', 'stale']
         assert (await index.status('c', all_scopes=False)).docs == 1
-        [row] = (await index.postings(['alpha'], 'c', all_scopes=False))['alpha']
-        assert row.postings == postings((0, 1))
+        run_key = (await index.load_runs(['run-1']))['run-1'].run_key
+        assert view(await index.postings(['alpha'], 'c', all_scopes=False)) == {'alpha': [(run_key, 0, 1)]}
 
     async def test_a_commit_for_a_deleted_run_is_a_no_op(self, store: StepStore) -> None:
         index = store.index_storage()
@@ -439,7 +478,8 @@ class TestDelete:
         assert [row.run_id for row in await index.scope_runs(None, all_scopes=True)] == ['d-1', 'n-1']
         assert await index.postings(['c-1', 'c-2'], None, all_scopes=True) == {}
         shared = (await index.postings(['shared'], None, all_scopes=True))['shared']
-        assert not c_keys & {row.run_key for row in shared} and len(shared) == 2
+        assert not c_keys & {run_key for run_key, _, _ in view({'shared': shared})['shared']}
+        assert len(view({'shared': shared})['shared']) == 2
         assert await index.inherited('c', [b'shared', b'c-1'], exclude_run_id='x') == set()
         assert await index.inherited('d', [b'shared'], exclude_run_id='x') == {b'shared'}
         d_after = await index.status('d', all_scopes=False)
@@ -448,17 +488,15 @@ class TestDelete:
         assert (everything.pending, everything.docs) == (['d-1', 'n-1'], 2)
 
         if is_sql(kit):
-            marks = ','.join('?' * len(c_keys))
             leftovers = {
                 'pending': await kit.query("SELECT * FROM {pending} WHERE run_id IN ('c-1', 'c-2')"),
                 'index_scopes': await kit.query("SELECT * FROM {index_scopes} WHERE conversation_id = 'c'"),
                 'index_runs': await kit.query("SELECT * FROM {index_runs} WHERE run_id IN ('c-1', 'c-2')"),
-                'terms by scope': await kit.query('SELECT * FROM {index_terms} WHERE scope_key = ?', c_scope),
-                'terms by run': await kit.query(f'SELECT * FROM {{index_terms}} WHERE run_key IN ({marks})', *c_keys),
+                'postings by scope': await kit.query('SELECT * FROM {index_postings} WHERE scope_key = ?', c_scope),
                 'hashes': await kit.query('SELECT * FROM {index_hashes} WHERE scope_key = ?', c_scope),
             }
             assert leftovers == {name: [] for name in leftovers}
-            assert await kit.query('SELECT COUNT(*) FROM {index_terms}') == [(4,)]
+            assert await kit.query('SELECT COUNT(*) FROM {index_postings}') == [(4,)]
             assert await kit.query('SELECT COUNT(*) FROM {index_hashes}') == [(2,)]
 
     async def test_a_new_run_after_a_delete_is_indexed_afresh(self, store: StepStore) -> None:
@@ -591,3 +629,35 @@ class TestMigration:
             await check_upgraded(store)
         finally:
             await store.aclose()
+
+
+class TestVersion3Upgrade:
+    async def test_the_index_is_emptied_and_rebuilt_in_chunks(self, sql_kit: StoreKit) -> None:
+        store = sql_kit.store
+        for run_id, conversation_id in [('run-1', 'c'), ('run-2', None)]:
+            await store.register_run(registration(run_id, conversation_id=conversation_id))
+            await save_history(store, run_id, [messages(0, 1), messages(0, 1, 2, 3)])
+        await update_index(store)
+        # A version 3 index: postings a row per term and run, in `dr_index_terms`.
+        await sql_kit.query('DROP TABLE {index_postings}')
+        await sql_kit.query('CREATE TABLE {index_terms} (term TEXT NOT NULL)')
+        await sql_kit.query("UPDATE {meta} SET value = '3' WHERE key = 'schema_version'")
+        await sql_kit.query('DELETE FROM {pending}')
+        await store.aclose()
+
+        if sql_kit.sqlite_path is not None:
+            sql_kit.store = SqliteStepStore(sql_kit.sqlite_path)
+        else:
+            sql_kit.store = PostgresStepStore(sql_kit.postgres_url or '', schema=sql_kit.postgres_schema)
+        store, index = sql_kit.store, sql_kit.store.index_storage()
+
+        assert await index.load_runs(['run-1', 'run-2']) == {}
+        assert await pending(index, all_scopes=True) == ['run-1', 'run-2']
+        assert await sql_kit.query("SELECT value FROM {meta} WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+        await update_index(store)
+        assert set(await index.load_runs(['run-1', 'run-2'])) == {'run-1', 'run-2'}
+        assert [run_id for run_id, _, _ in view(await index.postings(['answer'], 'c', all_scopes=False))['answer']] == [
+            (await index.load_runs(['run-1']))['run-1'].run_key
+        ] * 2
+        with pytest.raises(Exception, match='dr_index_terms'):
+            await sql_kit.query('SELECT * FROM {index_terms}')

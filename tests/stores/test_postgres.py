@@ -243,9 +243,9 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         )
         assert await cur.fetchall() == [
             ('dr_index_hashes',),
+            ('dr_index_postings',),
             ('dr_index_runs',),
             ('dr_index_scopes',),
-            ('dr_index_terms',),
             ('dr_messages',),
             ('dr_meta',),
             ('dr_pending',),
@@ -254,7 +254,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         ]
         cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
-        assert SCHEMA_VERSION == 3
+        assert SCHEMA_VERSION == 4
         cur = await conn.execute(
             'SELECT column_name, data_type, is_nullable FROM information_schema.columns'
             " WHERE table_schema = 'public' AND table_name = 'dr_messages' ORDER BY ordinal_position"

@@ -77,7 +77,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     columns = [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, 'PRAGMA table_info(dr_messages)')]
     assert columns == [
         ('run_id', 'TEXT', 1),
@@ -97,7 +97,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
         'dr_pending',
         'dr_index_scopes',
         'dr_index_runs',
-        'dr_index_terms',
+        'dr_index_postings',
         'dr_index_hashes',
     }
 

@@ -23,16 +23,9 @@ from ..search._render import index_text
 from ..search._tokenize import tokenize
 from ..stores._protocol import StepStore
 from ..stores._rows import format_timestamp
-from ._layout import (
-    decode_floats,
-    decode_ints,
-    decode_postings,
-    encode_floats,
-    encode_ints,
-    encode_postings,
-    encode_roles,
-)
-from ._storage import IndexedRunRow, IndexStorage, RunCommit, StaleIndexError
+from ._chunks import decode_chunk, run_postings
+from ._layout import decode_floats, decode_ints, encode_floats, encode_ints, encode_roles
+from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
 
 __all__ = ('Indexer', 'hash_key', 'record_text_terms', 'update_index')
 
@@ -123,7 +116,7 @@ class Indexer:
             first = await self._inherited_prefix(run, builder, first)
         replaced: dict[int, Counter[str]] = {}
         affected: set[str] = set()
-        added: dict[str, list[tuple[int, int, int]]] = {}
+        added: dict[str, list[Posting]] = {}
         hashes: list[bytes] = []
         for position in sorted(changes):
             message = builder.message(position)
@@ -163,7 +156,7 @@ class Indexer:
                 roles=bytes(arrays.roles),
                 times=encode_floats(arrays.times),
                 state=builder.state.to_json() if len(builder) or snapshots else (row.state if row else ''),
-                postings_add={term: encode_postings(pairs) for term, pairs in added.items()},
+                postings_add=added,
                 postings_set=postings_set,
                 hashes=hashes,
                 docs_delta=own[0] - old_own[0],
@@ -204,24 +197,23 @@ class Indexer:
         row: IndexedRunRow | None,
         terms: set[str],
         replaced: dict[int, Counter[str]],
-        added: dict[str, list[tuple[int, int, int]]],
-    ) -> dict[str, bytes]:
+        added: dict[str, list[Posting]],
+    ) -> dict[str, list[Posting]]:
         """Whole new postings of the terms an earlier, re-indexed position had or has."""
         rows = await self._storage.postings(sorted(terms), run.conversation_id, all_scopes=run.conversation_id is None)
         run_key = row.run_key if row is not None else None
-        out: dict[str, bytes] = {}
+        out: dict[str, list[Posting]] = {}
         for term in terms:
-            kept: dict[int, tuple[int, int, int]] = {}
-            for found in rows.get(term, []):
-                if found.run_key == run_key:
-                    positions, tfs, lengths = decode_postings(found.postings)
-                    kept.update((p, (p, tf, dl)) for p, tf, dl in zip(positions, tfs, lengths, strict=True))
+            kept: dict[int, Posting] = {}
+            if run_key is not None:
+                chunks = [decode_chunk(found.chunk, found.postings) for found in rows.get(term, [])]
+                kept.update((posting[0], posting) for posting in run_postings(chunks, run_key))
             for position, counts in replaced.items():
                 kept.pop(position, None)
                 if counts.get(term, 0):
                     kept[position] = (position, counts[term], counts.total())
             kept.update((entry[0], entry) for entry in added.get(term, []))
-            out[term] = encode_postings([kept[position] for position in sorted(kept)])
+            out[term] = [kept[position] for position in sorted(kept)]
         return out
 
 

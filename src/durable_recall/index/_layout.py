@@ -1,18 +1,14 @@
-"""How the index packs its per-position arrays and postings into bytes.
+"""How the index packs a run's per-position arrays into bytes (postings: see `_chunks`).
 
 Fixed-width little-endian arrays: `array.frombytes` decodes them at C speed, which is what keeps a
-cold search from paying a Python loop per posting. Postings interleave `(position, tf, length)`
-triples of 16-bit values (with an escape for the rare larger one), positions increasing, so
-appending a later catch-up's positions is a byte concatenation the database can do in place, and
-a search scores a posting without reading anything else about its document.
+cold search from paying a Python loop per position.
 """
 
 from __future__ import annotations
 
-import struct
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = (
@@ -21,15 +17,13 @@ __all__ = (
     'ROLE_NAMES',
     'decode_floats',
     'decode_ints',
-    'decode_postings',
     'decode_roles',
     'encode_floats',
     'encode_ints',
-    'encode_postings',
     'encode_roles',
 )
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 """What is indexed (tokenizer, index text, hash). A release that changes it bumps this and ships a
 schema migration that empties the index tables and marks every run pending, so the next searches
 rebuild the index by catching up."""
@@ -64,47 +58,6 @@ def encode_ints(values: Iterable[int]) -> bytes:
 def decode_ints(data: bytes) -> array[int]:
     """The ints `encode_ints` packed."""
     return _unpack(array('I'), data)
-
-
-_ESCAPE = 0xFFFF
-_SMALL = struct.Struct('<HHH')
-
-
-def encode_postings(postings: Sequence[tuple[int, int, int]]) -> bytes:
-    """`(position, tf, document length)` triples, positions increasing, as 16-bit values.
-
-    Almost every value fits 16 bits, so a posting takes 6 bytes. A value that does not (a position
-    or length of 65,535 or more) is written as the escape `0xFFFF` and two 16-bit halves. Blobs
-    concatenate: appending a later catch-up's postings is a byte concatenation.
-    """
-    if len(postings) == 1 and max(postings[0]) < _ESCAPE:
-        return _SMALL.pack(*postings[0])
-    values = array('H')
-    for posting in postings:
-        for value in posting:
-            if value < _ESCAPE:
-                values.append(value)
-            else:
-                values.extend((_ESCAPE, value & 0xFFFF, value >> 16))
-    return _pack(values)
-
-
-def decode_postings(data: bytes) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
-    """Positions, term frequencies and document lengths, as three aligned sequences."""
-    flat = _unpack(array('H'), data)
-    if _ESCAPE not in flat:  # the common case, at C speed
-        return flat[0::3], flat[1::3], flat[2::3]
-    values: list[int] = []
-    index, size = 0, len(flat)
-    while index < size:
-        value = flat[index]
-        if value == _ESCAPE:
-            values.append(flat[index + 1] | flat[index + 2] << 16)
-            index += 3
-        else:
-            values.append(value)
-            index += 1
-    return values[0::3], values[1::3], values[2::3]
 
 
 def encode_floats(values: Iterable[float]) -> bytes:

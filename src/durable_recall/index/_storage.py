@@ -12,10 +12,11 @@ Identifiers:
 * a *run key* is a small integer per indexed run;
 * a *document* is one position of one run's record.
 
-Postings are kept per `(term, scope key, run key)`: the run's positions holding the term, with
-their term frequency and the document's length, as a blob
-([`encode_postings`][durable_recall.index._layout.encode_postings]). Only a run's own positions
-have postings (from `first` on): what it inherited is indexed under the run that persisted it.
+Postings are kept per `(scope key, term)` in a few numbered chunks: an open tail that commits
+append to, and sealed chunks (see [`_chunks`][durable_recall.index._chunks]); each posting names
+its document (`run_key << 32 | position`), its term frequency and the document's length. Only a
+run's own positions have postings (from `first` on): what it inherited is indexed under the run
+that persisted it.
 """
 
 from __future__ import annotations
@@ -27,11 +28,16 @@ from typing import Protocol, runtime_checkable
 __all__ = (
     'IndexStorage',
     'IndexedRunRow',
+    'Posting',
     'PostingsRow',
     'RunCommit',
     'ScopeStatus',
     'StaleIndexError',
 )
+
+
+Posting = tuple[int, int, int]
+"""`(position, tf, document length)` of one run's document."""
 
 
 class StaleIndexError(Exception):
@@ -92,9 +98,9 @@ class IndexedRunRow:
 
 @dataclass(frozen=True, kw_only=True)
 class PostingsRow:
-    """One run's postings of one term."""
+    """One chunk of a term's postings in a scope (`chunk` 0 is the open tail; see `_chunks`)."""
 
-    run_key: int
+    chunk: int
     postings: bytes
 
 
@@ -114,10 +120,11 @@ class RunCommit:
         first: As in `IndexedRunRow`.
         lengths, seqs, roles, times: The run's whole per-position arrays, as in `IndexedRunRow`.
         state: The builder state to resume from.
-        postings_add: Term -> postings to append to the run's row of that term (positions
-            greater than any the row holds), as `encode_postings` packs them.
-        postings_set: Term -> the run's whole new postings for that term (empty: delete the row),
-            for terms whose earlier positions changed.
+        postings_add: Term -> `(position, tf, length)` postings of the run to add (positions
+            the run has no posting of yet), positions increasing.
+        postings_set: Term -> the run's whole new postings of that term (empty: it has none any
+            more), for terms whose earlier positions changed; they replace all the run's postings
+            of the term.
         hashes: Content hashes (raw bytes) of the record positions added, for the inheritance
             check of later runs.
         docs_delta: Change in the scope's searchable documents.
@@ -136,8 +143,8 @@ class RunCommit:
     roles: bytes
     times: bytes
     state: str
-    postings_add: Mapping[str, bytes] = field(default_factory=dict[str, bytes])
-    postings_set: Mapping[str, bytes] = field(default_factory=dict[str, bytes])
+    postings_add: Mapping[str, Sequence[Posting]] = field(default_factory=dict[str, Sequence[Posting]])
+    postings_set: Mapping[str, Sequence[Posting]] = field(default_factory=dict[str, Sequence[Posting]])
     hashes: Sequence[bytes] = ()
     docs_delta: int = 0
     length_delta: int = 0
@@ -171,7 +178,7 @@ class IndexStorage(Protocol):
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
     ) -> dict[str, list[PostingsRow]]:
-        """Each term's postings rows in the scope (terms without any are left out)."""
+        """Each term's chunks in the scope, by scope then chunk number (terms without any are left out)."""
         ...
 
     async def inherited(self, conversation_id: str, hashes: Sequence[bytes], *, exclude_run_id: str) -> set[bytes]:

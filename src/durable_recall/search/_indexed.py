@@ -26,8 +26,9 @@ from pydantic_ai.messages import ModelMessage
 from .._errors import CorruptSnapshotError
 from .._records import RunRecord
 from ..history import strip_artifacts
+from ..index._chunks import decode_chunk
 from ..index._indexer import Indexer, record_text_terms
-from ..index._layout import ROLE_NAMES, decode_floats, decode_ints, decode_postings
+from ..index._layout import ROLE_NAMES, decode_floats, decode_ints
 from ..index._storage import IndexedRunRow
 from ..stores._protocol import StepStore
 from ._bm25 import Bm25Params, idf
@@ -191,7 +192,7 @@ class IndexedCorpus:
         for term in dict.fromkeys(terms):
             found = postings.get(term, [])
             matches = run_matches(only.row.run_key, head, term, found) if only is not None else scope_matches(found)
-            term_idf = idf(total, sum(end - start for _, _, _, _, start, end in matches))
+            term_idf = idf(total, sum(end - start for _, start, end in matches))
             rarity[term] = term_idf
             scored_terms.append((term, term_idf, matches))
         filtered = filters.roles is not None or filters.since is not None or filters.until is not None
@@ -333,7 +334,7 @@ class IndexedCorpus:
             if status.generation != scope.generation:
                 raise _Moved
             for term in missing:
-                scope.terms[term] = [(row.run_key, *decode_postings(row.postings)) for row in found.get(term, ())]
+                scope.terms[term] = [decode_chunk(row.chunk, row.postings) for row in found.get(term, ())]
         out = {term: scope.terms[term] for term in terms}
         for term in terms:
             scope.terms.move_to_end(term)

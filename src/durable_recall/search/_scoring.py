@@ -8,10 +8,11 @@ bit-identical scores.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
+from ..index._chunks import Chunk
 from ._bm25 import Bm25Params
 
 __all__ = (
@@ -26,27 +27,30 @@ __all__ = (
 )
 
 
-Postings = list[tuple[int, Sequence[int], Sequence[int], Sequence[int]]]
-"""A term's postings in a scope: per run key, positions (increasing), term frequencies and lengths."""
+Postings = list[Chunk]
+"""A term's postings in a scope: its chunks, each sorted by document key."""
 
-Match = tuple[int, Sequence[int], Sequence[int], Sequence[int], int, int]
-"""`(run key, positions, tfs, lengths, start, end)`: the postings `start:end` count."""
+Match = tuple[Chunk, int, int]
+"""`(chunk, start, end)`: the chunk's postings `start:end` count."""
 
 
 def scope_matches(postings: Postings) -> list[Match]:
     """A term's postings that count in a scope search: all of them (only own positions are indexed)."""
-    return [(run_key, positions, tfs, lengths, 0, len(positions)) for run_key, positions, tfs, lengths in postings]
+    return [(chunk, 0, len(chunk.keys)) for chunk in postings]
 
 
 def run_matches(run_key: int, head: Sequence[Counter[str]], term: str, postings: Postings) -> list[Match]:
     """A term's matches in one run's whole record: its inherited head (terms read back) and its own postings."""
-    found = [(position, counts[term], counts.total()) for position, counts in enumerate(head) if counts[term]]
-    for owner, positions, tfs, lengths in postings:
-        if owner == run_key:
-            found += zip(positions, tfs, lengths, strict=True)
-    if not found:
-        return []
-    return [(run_key, [f[0] for f in found], [f[1] for f in found], [f[2] for f in found], 0, len(found))]
+    base = run_key << 32
+    found = [(base | position, counts[term], counts.total()) for position, counts in enumerate(head) if counts[term]]
+    matches: list[Match] = []
+    if found:
+        matches.append((Chunk([f[0] for f in found], [f[1] for f in found], [f[2] for f in found]), 0, len(found)))
+    for chunk in postings:
+        start, end = chunk.run_range(run_key)
+        if start < end:
+            matches.append((chunk, start, end))
+    return matches
 
 
 def add_scores(
@@ -64,15 +68,14 @@ def add_scores(
     if avgdl <= 0:
         return
     k1, b = params.k1, params.b
-    for run_key, positions, tfs, lengths, start, end in matches:
-        base = run_key << 32
+    for (keys, tfs, lengths), start, end in matches:
         for index in range(start, end):
             tf, dl = tfs[index], lengths[index]
             if tf <= 0 or dl <= 0:
                 continue
             gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
             if gain > 0:
-                key = base | positions[index]
+                key = keys[index]
                 scores[key] = scores.get(key, 0.0) + gain
 
 
@@ -87,30 +90,27 @@ def add_scores_to_known(
     if avgdl <= 0 or not scores:
         return
     k1, b = params.k1, params.b
-    postings = sum(end - start for *_, start, end in matches)
+    postings = sum(end - start for _, start, end in matches)
     if len(scores) * 8 < postings:
-        # Few candidates, many postings: look each candidate up in its run's positions.
-        by_run: dict[int, list[int]] = {}
-        for key in scores:
-            by_run.setdefault(key >> 32, []).append(key & _POSITION)
-        for run_key, positions, tfs, lengths, start, end in matches:
-            wanted = by_run.get(run_key)
-            if not wanted:
+        # Few candidates, many postings: look each candidate up in the chunks whose range holds it.
+        candidates = sorted(scores)
+        for (keys, tfs, lengths), start, end in matches:
+            if start >= end:
                 continue
-            base = run_key << 32
-            for position in wanted:
-                index = bisect_left(positions, position, start, end)
-                if index < end and positions[index] == position:
+            low = bisect_left(candidates, keys[start])
+            high = bisect_right(candidates, keys[end - 1], low)
+            for key in candidates[low:high]:
+                index = bisect_left(keys, key, start, end)
+                if index < end and keys[index] == key:
                     tf, dl = tfs[index], lengths[index]
                     if tf > 0 and dl > 0:
                         gain = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
                         if gain > 0:
-                            scores[base | position] += gain
+                            scores[key] += gain
         return
-    for run_key, positions, tfs, lengths, start, end in matches:
-        base = run_key << 32
+    for (keys, tfs, lengths), start, end in matches:
         for index in range(start, end):
-            key = base | positions[index]
+            key = keys[index]
             if key not in scores:
                 continue
             tf, dl = tfs[index], lengths[index]
@@ -160,6 +160,3 @@ def top_scores(
 def term_order(term: str, idf: float) -> tuple[float, str]:
     """The order query terms' scores are added in: rarest first, then by term."""
     return (-idf, term)
-
-
-_POSITION = (1 << 32) - 1

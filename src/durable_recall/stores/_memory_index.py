@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, seal, without_run
 from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 
 __all__ = ('MemoryIndex',)
@@ -38,6 +39,7 @@ class MemoryIndex:
     _scopes: dict[str | None, _Scope] = field(default_factory=dict[str | None, _Scope])
     _runs: dict[str, IndexedRunRow] = field(default_factory=dict[str, IndexedRunRow])
     _terms: dict[tuple[str, int], dict[int, bytes]] = field(default_factory=dict[tuple[str, int], dict[int, bytes]])
+    """(term, scope key) -> chunk number -> chunk, as in the SQL stores' `dr_index_postings`."""
     _hashes: dict[int, dict[bytes, int]] = field(default_factory=dict[int, dict[bytes, int]])
     _next_run_key: int = 1
     _generation: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -50,13 +52,12 @@ class MemoryIndex:
         """Called by the store when it deletes a conversation's runs."""
         for run_id in run_ids:
             self.pending.pop(run_id, None)
-            row = self._runs.pop(run_id, None)
-            if row is not None:
-                for postings in self._terms.values():
-                    postings.pop(row.run_key, None)
+            self._runs.pop(run_id, None)
         scope = self._scopes.pop(conversation_id, None)
         if scope is not None:
             self._hashes.pop(scope.key, None)
+            for term_scope in [key for key in self._terms if key[1] == scope.key]:
+                del self._terms[term_scope]
         self._generation = uuid.uuid4().hex
 
     async def status(self, conversation_id: str | None, *, all_scopes: bool) -> ScopeStatus:
@@ -93,10 +94,9 @@ class MemoryIndex:
         found: dict[str, list[PostingsRow]] = {}
         for term in terms:
             rows = [
-                PostingsRow(run_key=run_key, postings=data)
-                for key in keys
-                if key is not None
-                for run_key, data in sorted(self._terms.get((term, key), {}).items())
+                PostingsRow(chunk=number, postings=data)
+                for key in sorted(k for k in keys if k is not None)
+                for number, data in sorted(self._terms.get((term, key), {}).items())
             ]
             if rows:
                 found[term] = rows
@@ -140,15 +140,7 @@ class MemoryIndex:
             started_at=change.started_at,
         )
         self._runs[change.run_id] = row
-        for term, data in change.postings_add.items():
-            postings = self._terms.setdefault((term, scope.key), {})
-            postings[run_key] = postings.get(run_key, b'') + data
-        for term, data in change.postings_set.items():
-            postings = self._terms.setdefault((term, scope.key), {})
-            if data:
-                postings[run_key] = data
-            else:
-                postings.pop(run_key, None)
+        self._put_postings(change, scope.key, run_key)
         if change.conversation_id is not None:
             held = self._hashes.setdefault(scope.key, {})
             for digest in change.hashes:
@@ -160,6 +152,25 @@ class MemoryIndex:
         pending = self.pending.get(change.run_id)
         if pending is not None and pending[1] <= change.upto:
             del self.pending[change.run_id]
+
+    def _put_postings(self, change: RunCommit, scope_key: int, run_key: int) -> None:
+        """As the SQL stores: take out the run's `postings_set` terms, append to open tails, seal full ones."""
+        for term in change.postings_set:
+            chunks = self._terms.get((term, scope_key), {})
+            for number, data in list(chunks.items()):
+                kept = without_run(number, data, run_key)
+                if kept is None:
+                    continue
+                if kept:
+                    chunks[number] = kept
+                else:
+                    del chunks[number]
+        for term, data in appended_postings(change, run_key):
+            chunks = self._terms.setdefault((term, scope_key), {})
+            chunks[OPEN] = chunks.get(OPEN, b'') + data
+            if len(chunks[OPEN]) >= SEAL_BYTES:
+                full = chunks.pop(OPEN)
+                chunks[max(chunks, default=OPEN) + 1] = seal(decode_chunk(OPEN, full).entries())
 
     def _key(self, conversation_id: str | None) -> int | None:
         scope = self._scopes.get(conversation_id)

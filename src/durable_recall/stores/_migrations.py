@@ -26,6 +26,12 @@ and read back unchanged.
   (JSON) or a BLOB (compressed); SQLite keeps each value's type, which tells them apart.
 * Postgres adds `data BYTEA` for compressed bodies (stored as is, not recompressed by TOAST),
   makes `body` (JSON text) nullable, and adds the reference columns.
+
+Version 4 replaces `dr_index_terms` (a row per term and run) with `dr_index_postings` (a term's
+postings in a scope in a few chunks: an open tail commits append to, and sealed, compressed
+chunks; see `durable_recall.index._chunks`). The index is derived data: the migration empties the
+index tables and marks every run with snapshots pending, so the next searches (or
+`update_index`) rebuild it.
 """
 
 from __future__ import annotations
@@ -139,6 +145,25 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'ALTER TABLE dr_messages_v3 RENAME TO dr_messages',
         'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_id, seq)',
     ),
+    (
+        'DROP TABLE dr_index_terms',
+        'CREATE TABLE dr_index_postings ('
+        ' scope_key INTEGER NOT NULL,'
+        ' term TEXT NOT NULL,'
+        ' chunk INTEGER NOT NULL,'
+        ' postings BLOB NOT NULL,'
+        ' PRIMARY KEY (scope_key, term, chunk)'
+        ') WITHOUT ROWID',
+        'DELETE FROM dr_index_hashes',
+        'DELETE FROM dr_index_runs',
+        'DELETE FROM dr_index_scopes',
+        'DELETE FROM dr_pending',
+        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -230,6 +255,26 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' ADD COLUMN ref_run_id TEXT COLLATE "C",'
         ' ADD COLUMN ref_seq INTEGER',
         'ALTER TABLE {messages} ALTER COLUMN data SET STORAGE EXTERNAL',
+    ),
+    (
+        'DROP TABLE {index_terms}',
+        'CREATE TABLE {index_postings} ('
+        ' scope_key BIGINT NOT NULL,'
+        ' term TEXT COLLATE "C" NOT NULL,'
+        ' chunk INTEGER NOT NULL,'
+        ' postings BYTEA NOT NULL,'
+        ' PRIMARY KEY (scope_key, term, chunk)'
+        ')',
+        'ALTER TABLE {index_postings} ALTER COLUMN postings SET STORAGE EXTERNAL',
+        'DELETE FROM {index_hashes}',
+        'DELETE FROM {index_runs}',
+        'DELETE FROM {index_scopes}',
+        'DELETE FROM {pending}',
+        'INSERT INTO {pending} (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
     ),
 )
 

@@ -36,6 +36,7 @@ TABLES: tuple[str, ...] = (
     'index_scopes',
     'index_runs',
     'index_terms',
+    'index_postings',
     'index_hashes',
 )
 """The tables' placeholder names in query templates; each table is `dr_<name>`."""

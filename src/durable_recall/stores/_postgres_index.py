@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, LiteralString
 
+from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, seal, without_run
 from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from ._postgres_connect import PostgresConnector
 from ._rows import indexed_run
@@ -58,8 +59,8 @@ _LIST_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths
 _SCOPE_RUNS: LiteralString = 'SELECT ' + _LIST_COLUMNS + ' FROM {index_runs}'
 _SCOPE_RUNS_ORDER: LiteralString = ' ORDER BY started_at, run_id'
 
-_POSTINGS: LiteralString = 'SELECT term, run_key, postings FROM {index_terms} WHERE term = ANY(%(terms)s::text[])'
-_POSTINGS_ORDER: LiteralString = ' ORDER BY term, scope_key, run_key'
+_POSTINGS: LiteralString = 'SELECT term, chunk, postings FROM {index_postings} WHERE term = ANY(%(terms)s::text[])'
+_POSTINGS_ORDER: LiteralString = ' ORDER BY term, scope_key, chunk'
 _ALL_SCOPES: LiteralString = ' AND scope_key = ANY(ARRAY(SELECT scope_key FROM {index_scopes}))'
 
 _SCOPE_UPDATE: LiteralString = (
@@ -74,11 +75,12 @@ _NEW_SCOPE: dict[bool, LiteralString] = {
     + _SCOPE_UPDATE,
 }
 
-_TERMS_INSERT: LiteralString = (
-    'INSERT INTO {index_terms} AS t (term, scope_key, run_key, postings)'
-    ' SELECT new.term, %(scope)s, %(run)s, new.postings'
+_APPEND: LiteralString = (
+    'INSERT INTO {index_postings} AS t (scope_key, term, chunk, postings)'
+    ' SELECT %(scope)s, new.term, 0, new.postings'
     ' FROM unnest(%(terms)s::text[], %(postings)s::bytea[]) AS new (term, postings)'
-    ' ON CONFLICT (scope_key, term, run_key) DO UPDATE SET postings = '
+    ' ON CONFLICT (scope_key, term, chunk) DO UPDATE SET postings = t.postings || EXCLUDED.postings'
+    ' RETURNING term, octet_length(t.postings)'
 )
 
 _BUMP_GENERATION: LiteralString = (
@@ -151,8 +153,8 @@ class PostgresIndex:
             await cur.execute(self._db.sql(query), {'terms': list(dict.fromkeys(terms)), 'conv': conversation_id})
             rows = await cur.fetchall()
         found: dict[str, list[PostingsRow]] = {}
-        for term, run_key, data in rows:
-            found.setdefault(term, []).append(PostingsRow(run_key=run_key, postings=data))
+        for term, number, data in rows:
+            found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
         return found
 
     async def inherited(self, conversation_id: str, hashes: Sequence[bytes], *, exclude_run_id: str) -> set[bytes]:
@@ -264,31 +266,67 @@ class PostgresIndex:
         return found[0]
 
     async def _put_postings(self, cur: AsyncCursor[TupleRow], change: RunCommit, scope_key: int, run_key: int) -> None:
-        """Append `postings_add`, then replace (or delete) `postings_set`: one statement per kind."""
-        if change.postings_add:
+        """Take out the run's postings of `postings_set` terms, append the new ones to open tails, seal full tails."""
+        sql = self._db.sql
+        if change.postings_set:
             await cur.execute(
-                self._db.sql(_TERMS_INSERT + 't.postings || EXCLUDED.postings'),
-                {
-                    'scope': scope_key,
-                    'run': run_key,
-                    'terms': list(change.postings_add),
-                    'postings': list(change.postings_add.values()),
-                },
-            )
-        replaced = {term: data for term, data in change.postings_set.items() if data}
-        if replaced:
-            await cur.execute(
-                self._db.sql(_TERMS_INSERT + 'EXCLUDED.postings'),
-                {'scope': scope_key, 'run': run_key, 'terms': list(replaced), 'postings': list(replaced.values())},
-            )
-        emptied = [term for term, data in change.postings_set.items() if not data]
-        if emptied:
-            await cur.execute(
-                self._db.sql(
-                    'DELETE FROM {index_terms} WHERE scope_key = %s AND run_key = %s AND term = ANY(%s::text[])'
+                sql(
+                    'SELECT term, chunk, postings FROM {index_postings}'
+                    ' WHERE scope_key = %s AND term = ANY(%s::text[]) FOR UPDATE'
                 ),
-                (scope_key, run_key, emptied),
+                (scope_key, list(change.postings_set)),
             )
+            for term, number, data in await cur.fetchall():
+                kept = without_run(number, bytes(data), run_key)
+                if kept is None:
+                    continue
+                if kept:
+                    await cur.execute(
+                        sql(
+                            'UPDATE {index_postings} SET postings = %s'
+                            ' WHERE scope_key = %s AND term = %s AND chunk = %s'
+                        ),
+                        (kept, scope_key, term, number),
+                    )
+                else:
+                    await cur.execute(
+                        sql('DELETE FROM {index_postings} WHERE scope_key = %s AND term = %s AND chunk = %s'),
+                        (scope_key, term, number),
+                    )
+        appended = appended_postings(change, run_key)
+        if not appended:
+            return
+        await cur.execute(
+            sql(_APPEND),
+            {'scope': scope_key, 'terms': [term for term, _ in appended], 'postings': [data for _, data in appended]},
+        )
+        due = [term for term, size in await cur.fetchall() if size >= SEAL_BYTES]
+        if not due:
+            return
+        await cur.execute(
+            sql(
+                'SELECT o.term, o.postings, (SELECT MAX(c.chunk) FROM {index_postings} AS c'
+                ' WHERE c.scope_key = o.scope_key AND c.term = o.term)'
+                ' FROM {index_postings} AS o WHERE o.scope_key = %s AND o.chunk = 0 AND o.term = ANY(%s::text[])'
+            ),
+            (scope_key, due),
+        )
+        sealed = [
+            (term, last + 1, seal(decode_chunk(OPEN, bytes(data)).entries()))
+            for term, data, last in await cur.fetchall()
+        ]
+        await cur.execute(
+            sql(
+                'INSERT INTO {index_postings} (scope_key, term, chunk, postings)'
+                ' SELECT %s, new.term, new.chunk, new.postings'
+                ' FROM unnest(%s::text[], %s::int[], %s::bytea[]) AS new (term, chunk, postings)'
+            ),
+            (scope_key, [t for t, _, _ in sealed], [n for _, n, _ in sealed], [d for _, _, d in sealed]),
+        )
+        await cur.execute(
+            sql('DELETE FROM {index_postings} WHERE scope_key = %s AND chunk = 0 AND term = ANY(%s::text[])'),
+            (scope_key, due),
+        )
 
 
 async def lock_conversation(cur: AsyncCursor[TupleRow], db: PostgresConnector, conversation_id: str | None) -> None:
@@ -308,7 +346,7 @@ async def forget_conversation(
             'WITH pending AS (DELETE FROM {pending}'
             ' WHERE conversation_id = %(conv)s AND run_id = ANY(%(runs)s::text[])),'
             ' scope AS (DELETE FROM {index_scopes} WHERE conversation_id = %(conv)s RETURNING scope_key),'
-            ' terms AS (DELETE FROM {index_terms} WHERE scope_key IN (SELECT scope_key FROM scope)),'
+            ' terms AS (DELETE FROM {index_postings} WHERE scope_key IN (SELECT scope_key FROM scope)),'
             ' hashes AS (DELETE FROM {index_hashes} WHERE scope_key IN (SELECT scope_key FROM scope)),'
             ' runs AS (DELETE FROM {index_runs} WHERE scope_key IN (SELECT scope_key FROM scope)) ' + _BUMP_GENERATION
         ),

@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Protocol, TypeVar
 
+from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, seal, without_run
 from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from ._rows import indexed_run
 
@@ -129,20 +130,20 @@ class SqliteIndex:
                     if all_scopes:
                         # Keyed by scope first: every scope is looked up by key, never scanned for.
                         rows = conn.execute(
-                            'SELECT term, run_key, postings FROM dr_index_terms'
+                            'SELECT term, chunk, postings FROM dr_index_postings'
                             ' WHERE scope_key IN (SELECT scope_key FROM dr_index_scopes)'
-                            f' AND term IN ({_marks(chunk)}) ORDER BY term, scope_key, run_key',
+                            f' AND term IN ({_marks(chunk)}) ORDER BY term, scope_key, chunk',
                             chunk,
                         )
                     else:
                         rows = conn.execute(
-                            'SELECT term, run_key, postings FROM dr_index_terms'
+                            'SELECT term, chunk, postings FROM dr_index_postings'
                             f' WHERE term IN ({_marks(chunk)}) AND scope_key = {_SCOPE_KEY}'
-                            ' ORDER BY term, scope_key, run_key',
+                            ' ORDER BY term, scope_key, chunk',
                             [*chunk, conversation_id, conversation_id],
                         )
-                    for term, run_key, data in rows:
-                        found.setdefault(term, []).append(PostingsRow(run_key=run_key, postings=data))
+                    for term, number, data in rows:
+                        found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
             return found
 
         return await self._run(read)
@@ -212,7 +213,7 @@ def forget_conversation(conn: sqlite3.Connection, conversation_id: str) -> None:
     )
     found = conn.execute('SELECT scope_key FROM dr_index_scopes WHERE conversation_id = ?', (conversation_id,))
     for (scope_key,) in found.fetchall():
-        for table in ('dr_index_terms', 'dr_index_hashes', 'dr_index_runs', 'dr_index_scopes'):
+        for table in ('dr_index_postings', 'dr_index_hashes', 'dr_index_runs', 'dr_index_scopes'):
             conn.execute(f'DELETE FROM {table} WHERE scope_key = ?', (scope_key,))
     _bump_generation(conn)
 
@@ -290,24 +291,53 @@ def _put_run(conn: sqlite3.Connection, change: RunCommit, scope_key: int, run_ke
 
 
 def _put_postings(conn: sqlite3.Connection, change: RunCommit, scope_key: int, run_key: int) -> None:
-    """Append `postings_add`, then replace (or delete) `postings_set`, one statement per kind."""
-    insert = 'INSERT INTO dr_index_terms (term, scope_key, run_key, postings) VALUES (?, ?, ?, ?)'
-    if change.postings_add:
-        # `||` makes text of blobs; the cast takes the same bytes back as a blob.
-        conn.executemany(
-            f'{insert} ON CONFLICT (scope_key, term, run_key)'
-            ' DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)',
-            # In key order: each insert lands next to the last one in the tree.
-            [(term, scope_key, run_key, data) for term, data in sorted(change.postings_add.items())],
-        )
-    replaced = [(term, scope_key, run_key, data) for term, data in change.postings_set.items() if data]
-    if replaced:
-        conn.executemany(
-            f'{insert} ON CONFLICT (scope_key, term, run_key) DO UPDATE SET postings = excluded.postings', replaced
-        )
-    emptied = [(term, scope_key, run_key) for term, data in change.postings_set.items() if not data]
-    if emptied:
-        conn.executemany('DELETE FROM dr_index_terms WHERE term = ? AND scope_key = ? AND run_key = ?', emptied)
+    """Take out the run's postings of `postings_set` terms, append the new ones to open tails, seal full tails."""
+    for chunk in _chunks(change.postings_set):
+        rows = conn.execute(
+            f'SELECT term, chunk, postings FROM dr_index_postings WHERE scope_key = ? AND term IN ({_marks(chunk)})',
+            [scope_key, *chunk],
+        ).fetchall()
+        for term, number, data in rows:
+            kept = without_run(number, data, run_key)
+            if kept is None:
+                continue
+            if kept:
+                conn.execute(
+                    'UPDATE dr_index_postings SET postings = ? WHERE scope_key = ? AND term = ? AND chunk = ?',
+                    (kept, scope_key, term, number),
+                )
+            else:
+                conn.execute(
+                    'DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = ?',
+                    (scope_key, term, number),
+                )
+    appended = appended_postings(change, run_key)
+    if not appended:
+        return
+    # `||` makes text of blobs; the cast takes the same bytes back as a blob. In key order: each
+    # upsert lands next to the last one in the tree.
+    conn.executemany(
+        'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, 0, ?)'
+        ' ON CONFLICT (scope_key, term, chunk) DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)',
+        [(scope_key, term, data) for term, data in appended],
+    )
+    for chunk in _chunks(term for term, _ in appended):
+        due = conn.execute(
+            'SELECT term, postings FROM dr_index_postings'
+            f' WHERE scope_key = ? AND chunk = 0 AND term IN ({_marks(chunk)}) AND length(postings) >= ?',
+            [scope_key, *chunk, SEAL_BYTES],
+        ).fetchall()
+        for term, data in due:
+            (last,) = conn.execute(
+                'SELECT MAX(chunk) FROM dr_index_postings WHERE scope_key = ? AND term = ?', (scope_key, term)
+            ).fetchone()
+            conn.execute(
+                'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)',
+                (scope_key, term, last + 1, seal(decode_chunk(OPEN, data).entries())),
+            )
+            conn.execute(
+                'DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = 0', (scope_key, term)
+            )
 
 
 def _bump_generation(conn: sqlite3.Connection) -> None:

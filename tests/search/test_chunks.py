@@ -1,0 +1,63 @@
+"""The index's postings chunks: open tails that concatenate, sealed chunks that pack, both decode sorted."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from durable_recall.index._chunks import OPEN, SEAL_AT, decode_chunk, pack_open, run_postings, seal, without_run
+
+values = st.one_of(st.integers(1, 70), st.integers(0xFFF0, 0x1_0010), st.integers(1, 2**32 - 1))
+runs = st.dictionaries(
+    st.integers(1, 2**31),
+    st.dictionaries(st.integers(0, 2**32 - 1), st.tuples(values, values), min_size=1, max_size=12),
+    min_size=1,
+    max_size=6,
+)
+
+
+def entries(postings: dict[int, dict[int, tuple[int, int]]]) -> list[tuple[int, int, int]]:
+    return sorted(
+        (run_key << 32 | position, tf, length)
+        for run_key, positions in postings.items()
+        for position, (tf, length) in positions.items()
+    )
+
+
+@given(postings=runs)
+def test_open_tails_concatenate_in_any_run_order_and_decode_sorted(
+    postings: dict[int, dict[int, tuple[int, int]]],
+) -> None:
+    data = b''.join(
+        pack_open(run_key, [(position, tf, length) for position, (tf, length) in sorted(positions.items())])
+        for run_key, positions in reversed(postings.items())
+    )
+    assert decode_chunk(OPEN, data).entries() == entries(postings)
+
+
+@given(postings=runs)
+def test_sealed_chunks_round_trip(postings: dict[int, dict[int, tuple[int, int]]]) -> None:
+    wanted = entries(postings)
+    assert decode_chunk(1, seal(list(reversed(wanted)))).entries() == wanted
+
+
+@given(postings=runs, sealed=st.booleans())
+def test_taking_a_run_out_keeps_the_others(postings: dict[int, dict[int, tuple[int, int]]], sealed: bool) -> None:
+    number = 1 if sealed else OPEN
+    wanted = entries(postings)
+    data = seal(wanted) if sealed else b''.join(pack_open(k >> 32, [(k & 0xFFFFFFFF, t, n)]) for k, t, n in wanted)
+    gone = next(iter(postings))
+    kept = without_run(number, data, gone)
+    rest = [entry for entry in wanted if entry[0] >> 32 != gone]
+    assert kept is not None
+    assert (decode_chunk(number, kept).entries() if kept else []) == rest
+    assert without_run(number, data, 2**31 + 1) is None
+    chunk = decode_chunk(number, data)
+    assert run_postings([chunk], gone) == sorted((p, tf, n) for p, (tf, n) in postings[gone].items())
+
+
+def test_a_sealed_chunk_of_common_postings_packs_small() -> None:
+    wanted = [(run_key << 32 | position, 1, 40 + position) for run_key in range(1, 65) for position in range(4)]
+    assert len(wanted) == SEAL_AT
+    assert len(seal(wanted)) < 3 * len(wanted)
+    assert len(seal(wanted[:1])) == 11  # flags, run key, and 16-bit position, tf and length
