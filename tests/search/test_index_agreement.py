@@ -152,3 +152,14 @@ async def test_update_index_leaves_nothing_for_the_first_search(store: StepStore
     assert (await storage.status('c-other', all_scopes=False)).pending
     assert await update_index(store) == []
     assert (await storage.status(None, all_scopes=True)).pending == []
+
+
+@pytest.mark.parametrize('budget', [2_048, 4_000, 9_000])
+async def test_answers_agree_when_the_byte_budget_cuts_them(store: StepStore, budget: int) -> None:
+    # The index reads the windows of only as many hits as fit; the blocks, the count left out and
+    # the closing line must still be the in-memory corpus's, whichever batch the budget ends in.
+    conversation = generate_conversation(13, 200, conversation_id='c-budget')
+    await write_conversation(store, conversation, window=12)
+    asks = [SearchRequest(query=query) for query in make_queries(conversation, 8, 13)]
+    answers = await agree(store, 'c-budget', asks, scope='conversation', max_result_bytes=budget)
+    assert any('left out to keep this result under' in answer for answer in answers)

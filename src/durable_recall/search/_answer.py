@@ -16,7 +16,10 @@ from ._render import display_lines
 __all__ = (
     'empty_conversation',
     'empty_store',
+    'blocks_fitting',
+    'format_blocks',
     'format_hits',
+    'render_blocks',
     'no_conversation',
     'no_matches',
     'no_run',
@@ -96,7 +99,20 @@ def format_hits(
     slot; the caller passes more hits than it wants). Blocks stop at `max_bytes` of UTF-8, with a
     closing line saying how many were left out.
     """
-    shown: set[tuple[int, int]] = set()
+    blocks = render_blocks(hits, set(), terms=terms, rarity=rarity, context_lines=context_lines, skip_tools=skip_tools)
+    return format_blocks(query, total, blocks, count=len(blocks), max_bytes=max_bytes)
+
+
+def render_blocks(
+    hits: Sequence[Hit],
+    shown: set[tuple[int, int]],
+    *,
+    terms: Collection[str],
+    rarity: Mapping[str, float],
+    context_lines: int,
+    skip_tools: Collection[str],
+) -> list[str]:
+    """One block per hit whose own message no earlier block showed (`shown` is updated)."""
     blocks: list[str] = []
     for hit in hits:
         if (hit.section.order, hit.position) in shown:
@@ -105,7 +121,29 @@ def format_hits(
         end = min(len(hit.section.indexed.messages), hit.position + context_lines + 1)
         shown.update((hit.section.order, position) for position in range(start, end))
         blocks.append(_block(hit, start, end, terms, rarity, skip_tools))
-    return _fit(query, total, blocks, max_bytes)
+    return blocks
+
+
+def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> str:
+    """The answer from the first rendered blocks of `count`: those that fit `max_bytes`, and a closing line.
+
+    The caller may render only as many blocks as can fit (see `blocks_fitting`); the rest are
+    counted as left out all the same.
+    """
+    kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes)
+    text = _header(query, total, len(kept)) + '\n\n' + _SEPARATOR.join(kept)
+    left = count - len(kept)
+    if left:
+        text += (
+            f'\n\n[{left} more {"match was" if left == 1 else "matches were"} left out to keep this result under '
+            f'{max_bytes} bytes: narrow the query, or pass `run_id` to search one run.]'
+        )
+    return text
+
+
+def blocks_fitting(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> int:
+    """How many of the first rendered blocks the answer keeps whole (rendering more cannot add to them)."""
+    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, cut=False))
 
 
 def _block(
@@ -133,25 +171,20 @@ def _header(query: str, total: int, count: int) -> str:
     return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
 
 
-def _fit(query: str, total: int, blocks: Sequence[str], max_bytes: int) -> str:
-    separator = '\n\n---\n\n'
+_SEPARATOR = '\n\n---\n\n'
+
+
+def _kept(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, cut: bool = True) -> list[str]:
     kept: list[str] = []
-    used = len(_header(query, total, len(blocks)).encode()) + 2
+    used = len(_header(query, total, count).encode()) + 2
     for block in blocks:
-        cost = len(block.encode()) + (len(separator) if kept else 0)
+        cost = len(block.encode()) + (len(_SEPARATOR) if kept else 0)
         if used + cost > max_bytes - 200:  # room for the closing line
             break
         kept.append(block)
         used += cost
-    if not kept and blocks:
+    if cut and not kept and blocks:
         # Even one block is over budget: show the top of it rather than nothing.
         budget = max(max_bytes - used - 200, 0)
         kept = [blocks[0].encode()[:budget].decode(errors='ignore') + ' …']
-    text = _header(query, total, len(kept)) + '\n\n' + separator.join(kept)
-    left = len(blocks) - len(kept)
-    if left:
-        text += (
-            f'\n\n[{left} more {"match was" if left == 1 else "matches were"} left out to keep this result under '
-            f'{max_bytes} bytes: narrow the query, or pass `run_id` to search one run.]'
-        )
-    return text
+    return kept

@@ -244,15 +244,24 @@ class IndexedCorpus:
             start = max(section.first, hit.position - context_lines)
             end = min(len(section.indexed.messages), hit.position + context_lines + 1)
             wanted.setdefault(section.indexed.run.run_id, set()).update(range(start, end))
-        loaded: dict[str, IndexedRun] = {}
-        for run_id, positions in wanted.items():
-            run = by_id[run_id]
-            record = await self._record(run)
-            if record is None:
+        shown = [by_id[run_id] for run_id in wanted]
+        unread = [run.row.run_id for run in shown if run.record is None]
+        if unread:
+            records = await self._store.get_runs(unread)
+            for run in shown:
+                if run.record is None:
+                    run.record = records.get(run.row.run_id)
+        asked: list[tuple[RunRecord, dict[int, int]]] = []
+        for run in shown:
+            if run.record is None:
                 continue  # deleted since it was ranked
             seqs = decode_ints(run.row.seqs)
-            messages = await self._messages(record, {p: seqs[p] for p in positions})
-            loaded[run_id] = IndexedRun(record, run.row.seen, _Window(run.size, messages), (), [], {})
+            asked.append((run.record, {p: seqs[p] for p in wanted[run.row.run_id]}))
+        messages = await self._shown_messages(asked)
+        loaded: dict[str, IndexedRun] = {}
+        for (record, _), found in zip(asked, messages, strict=True):
+            run = by_id[record.run_id]
+            loaded[record.run_id] = IndexedRun(record, run.row.seen, _Window(run.size, found), (), [], {})
         return [
             Hit(
                 Section(loaded[hit.section.indexed.run.run_id], hit.section.first, hit.section.order),
@@ -302,22 +311,38 @@ class IndexedCorpus:
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _messages(self, run: RunRecord, seqs: Mapping[int, int]) -> dict[int, ModelMessage]:
-        """Record messages by position, from the store or from recent answers (a warm process re-shows them).
+        """One run's record messages by position (see `_shown_messages`)."""
+        return (await self._shown_messages([(run, seqs)]))[0]
 
-        Keyed by the run's token too: a deleted run id registered again reuses log numbers.
+    async def _shown_messages(
+        self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]]
+    ) -> list[dict[int, ModelMessage]]:
+        """Record messages by position, per run asked, from recent answers or one read of the store.
+
+        A warm process re-shows messages, so they are cached; keyed by the run's token too, since a
+        deleted run id registered again reuses log numbers.
         """
         cache = self._shown
-        key = (run.run_id, run.token)
-        wanted = [seq for seq in seqs.values() if (*key, seq) not in cache]
-        if wanted:
-            for seq, message in (await self._store.read_messages(run.run_id, wanted)).items():
-                cache[*key, seq] = _shown(message)
-        out: dict[int, ModelMessage] = {}
-        for position, seq in seqs.items():
-            message = cache.get((*key, seq))
-            if message is not None:
-                cache.move_to_end((*key, seq))
-                out[position] = message
+        unread: dict[str, list[int]] = {}
+        for run, seqs in asked:
+            missing = [seq for seq in seqs.values() if (run.run_id, run.token, seq) not in cache]
+            if missing:
+                unread.setdefault(run.run_id, []).extend(missing)
+        if unread:
+            tokens = {run.run_id: run.token for run, _ in asked}
+            for run_id, found in (await self._store.read_logs(unread)).items():
+                for seq, message in found.items():
+                    cache[run_id, tokens[run_id], seq] = _shown(message)
+        out: list[dict[int, ModelMessage]] = []
+        for run, seqs in asked:
+            messages: dict[int, ModelMessage] = {}
+            for position, seq in seqs.items():
+                key = (run.run_id, run.token, seq)
+                message = cache.get(key)
+                if message is not None:
+                    cache.move_to_end(key)
+                    messages[position] = message
+            out.append(messages)
         while len(cache) > self._max_shown:
             cache.popitem(last=False)
         return out

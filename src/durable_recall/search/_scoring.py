@@ -129,8 +129,10 @@ def top_scores(
     A term adds at most `idf * (k1 + 1)` to a document. Terms are taken rarest first; once the
     `k`-th best score so far is above what all the remaining terms could add together, a document
     not scored yet can never reach the best `k` (scores only grow), so the remaining terms only add
-    to documents already scored. Every score returned is exact; documents left out score below
-    the `k`-th best (or tie it only if already present, so ties resolve as in the full ranking).
+    to documents already scored; and a scored document whose score plus that bound is below the
+    `k`-th best is dropped, so a common term is looked up for a few candidates rather than added
+    to thousands. Every score returned is exact; documents left out score below the `k`-th best
+    (or tie it only if already present, so ties resolve as in the full ranking).
 
     Terms are added in `term_order`, the order the in-memory corpus adds them in too, so both
     sum the same floats in the same order and agree to the last bit.
@@ -149,12 +151,20 @@ def top_scores(
     for index, (_, idf, matches) in enumerate(ordered):
         if pruning:
             add_scores_to_known(scores, matches, idf, avgdl, params)
-            continue
-        add_scores(scores, matches, idf, avgdl, params)
-        if k is not None and len(scores) >= k:
+        else:
+            add_scores(scores, matches, idf, avgdl, params)
+        if k is not None and len(scores) >= k and index + 1 < len(ordered):
             threshold = heapq.nlargest(k, scores.values())[-1]
-            pruning = remaining[index + 1] < threshold
+            pruning = pruning or remaining[index + 1] < threshold
+            if pruning:
+                # Below this, even every remaining term at its most cannot lift a document to the
+                # k-th best; the margin keeps float rounding of the sums on the safe side.
+                cut = threshold - remaining[index + 1] - abs(threshold) * _MARGIN
+                scores = {key: score for key, score in scores.items() if score >= cut}
     return scores
+
+
+_MARGIN = 1e-9
 
 
 def term_order(term: str, idf: float) -> tuple[float, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, TypeAlias, cast
 
@@ -33,6 +33,12 @@ SearchScope: TypeAlias = Literal['conversation', 'all']
 
 Order: TypeAlias = Literal['relevance', 'newest', 'oldest']
 """How results are ordered: by BM25 score, or by message time among the matches."""
+
+_FIRST_WINDOWS = 3
+"""Hits whose windows a search reads before it knows whether the answer has room for more."""
+
+_SEPARATOR = '\n\n---\n\n'
+"""Between blocks (as `_answer` joins them): counted when estimating how many more would fit."""
 
 _MAX_QUERY_TERMS = 64
 _MAX_RUN_ID = 200
@@ -72,6 +78,9 @@ class Outcome:
         terms: The query's distinct terms.
         rarity: Each term's idf in the scope.
         unreadable: Runs that could not be read, named in the answer.
+        blocks: The first `hits`' blocks, rendered already (by a search that read only the
+            windows of as many hits as the answer can show); `None` to render `hits` here.
+        count: With `blocks`: how many blocks the search chose in all.
     """
 
     fixed: str | None = None
@@ -81,12 +90,19 @@ class Outcome:
     terms: list[str] = field(default_factory=list[str])
     rarity: Mapping[str, float] = field(default_factory=dict[str, float])
     unreadable: list[str] = field(default_factory=list[str])
+    blocks: list[str] | None = None
+    count: int = 0
 
     def answer(self, searcher: Searcher) -> str:
         """The text the model reads, within the searcher's byte budget."""
         note = f'\n\n{_answer.unreadable_note(self.unreadable)}' if self.unreadable else ''
         if self.fixed is not None:
             return self.fixed + note
+        max_bytes = searcher.max_result_bytes - len(note.encode())
+        if self.blocks is not None:
+            return (
+                _answer.format_blocks(self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes) + note
+            )
         text = _answer.format_hits(
             self.query,
             self.total,
@@ -94,7 +110,7 @@ class Outcome:
             terms=self.terms,
             rarity=self.rarity,
             context_lines=searcher.context_lines,
-            max_bytes=searcher.max_result_bytes - len(note.encode()),
+            max_bytes=max_bytes,
             skip_tools=searcher.skip_tools,
         )
         return text + note
@@ -212,10 +228,49 @@ class Searcher:
                     reverse=request.order == 'newest',
                 )
             chosen = _distinct(hits, self.max_matches, self.context_lines)
-            chosen = await corpus.load_windows(chosen, self.context_lines)
-        return Outcome(
-            query=query, total=ranked.total, hits=chosen, terms=terms, rarity=ranked.rarity, unreadable=unreadable
-        )
+            outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity, unreadable=unreadable)
+            return await self._shown(corpus, outcome, chosen)
+
+    async def _shown(self, corpus: IndexedCorpus, outcome: Outcome, chosen: list[Hit]) -> Outcome:
+        """The outcome with the windows of as many chosen hits as the answer has room for, read and rendered.
+
+        A few kilobytes of tool output fill the answer after a few blocks; reading and decoding the
+        windows of the other hits would be wasted. Windows are read for the first `_FIRST_WINDOWS`
+        hits, then, while every block so far fits, for as many more as the room left would hold
+        at the blocks' mean size (and one more, to find where the answer stops).
+        """
+        note = f'\n\n{_answer.unreadable_note(outcome.unreadable)}' if outcome.unreadable else ''
+        max_bytes = self.max_result_bytes - len(note.encode())
+        loaded: list[Hit] = []
+        blocks: list[str] = []
+        shown: set[tuple[int, int]] = set()
+        start, count = 0, len(chosen)
+        while start < len(chosen):
+            if not blocks:
+                end = start + _FIRST_WINDOWS
+            else:
+                mean = sum(len(block.encode()) for block in blocks) / len(blocks)
+                room = max_bytes - sum(len(block.encode()) + len(_SEPARATOR) for block in blocks)
+                end = start + max(int(room / mean), 0) + 1
+            end = min(end, len(chosen))
+            batch = await corpus.load_windows(chosen[start:end], self.context_lines)
+            count -= (end - start) - len(batch)  # runs deleted since they were ranked
+            start = end
+            loaded += batch
+            blocks += _answer.render_blocks(
+                batch,
+                shown,
+                terms=outcome.terms,
+                rarity=outcome.rarity,
+                context_lines=self.context_lines,
+                skip_tools=self.skip_tools,
+            )
+            fitting = _answer.blocks_fitting(outcome.query, outcome.total, blocks, count=count, max_bytes=max_bytes)
+            if fitting < len(blocks):
+                break
+        if not loaded:
+            return replace(outcome, fixed=_answer.no_matches(outcome.query, outcome.total))
+        return replace(outcome, hits=loaded, blocks=blocks, count=count)
 
     async def _index(self, run_ids: list[str]) -> tuple[list[IndexedRun], list[str]]:
         indexed: list[IndexedRun] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -71,6 +71,9 @@ class InMemoryStepStore:
     async def get_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)
         return run.record if run else None
+
+    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        return {run_id: self._runs[run_id].record for run_id in run_ids if run_id in self._runs}
 
     async def list_runs(
         self, *, conversation_id: str | None = None, parent_run_id: str | None = None
@@ -176,6 +179,14 @@ class InMemoryStepStore:
         except MessageDecodeError as error:
             raise CorruptSnapshotError(run_id, -1, str(error)) from error
         return dict(zip(wanted, messages, strict=True))
+
+    async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
+        out: dict[str, dict[int, ModelMessage]] = {}
+        for run_id, seqs in wanted.items():
+            found = await self.read_messages(run_id, seqs)
+            if found:
+                out[run_id] = found
+        return out
 
     def index_storage(self) -> MemoryIndex:
         return self._index

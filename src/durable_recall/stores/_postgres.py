@@ -129,6 +129,17 @@ class PostgresStepStore:
             row = await cur.fetchone()
         return None if row is None else self._run(row)
 
+    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        if not run_ids:
+            return {}
+        async with self._transaction() as cur:
+            await cur.execute(
+                self._sql(f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE run_id = ANY(%s::text[])'),
+                (sorted(set(run_ids)),),
+            )
+            rows = await cur.fetchall()
+        return {record.run_id: record for record in map(self._run, rows)}
+
     async def list_runs(
         self, *, conversation_id: str | None = None, parent_run_id: str | None = None
     ) -> list[RunRecord]:
@@ -259,6 +270,31 @@ class PostgresStepStore:
             )
             log = _bodies(await cur.fetchall())
         return await anyio.to_thread.run_sync(decode_log, run_id, log)
+
+    async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
+        asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
+        if not asked:
+            return {}
+        logs: dict[str, dict[int, StoredBody | None]] = {}
+        async with self._transaction() as cur:
+            await cur.execute(
+                self._sql(
+                    'SELECT m.run_id, m.seq, COALESCE(m.body, t.body), COALESCE(m.data, t.data) FROM {messages} AS m'
+                    ' JOIN unnest(%s::text[], %s::bigint[]) AS w (run_id, seq) ON m.run_id = w.run_id AND m.seq = w.seq'
+                    ' LEFT JOIN {messages} AS t ON t.run_id = m.ref_run_id AND t.seq = m.ref_seq'
+                ),
+                (
+                    [run_id for run_id, seqs in asked.items() for _ in seqs],
+                    [seq for seqs in asked.values() for seq in seqs],
+                ),
+            )
+            for run_id, seq, text, data in await cur.fetchall():
+                logs.setdefault(run_id, {}).update(_bodies([(seq, text, data)]))
+
+        def decode() -> dict[str, dict[int, ModelMessage]]:
+            return {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
+
+        return await anyio.to_thread.run_sync(decode)
 
     def index_storage(self) -> PostgresIndex:
         return self._index

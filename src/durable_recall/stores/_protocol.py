@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic_ai.messages import ModelMessage
@@ -32,6 +32,10 @@ class StepStore(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run's record, or `None` if it was never registered."""
+        ...
+
+    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        """Several runs' records in one read (run ids never registered are left out)."""
         ...
 
     async def list_runs(
@@ -93,6 +97,17 @@ class StepStore(Protocol):
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         """Messages of a run's log by log number (`Snapshot.seqs`); numbers not stored are left out.
+
+        Raises:
+            CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).
+        """
+        ...
+
+    async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
+        """`read_messages` for several runs in one read: run id -> log number -> message.
+
+        What a search answer shows comes from a handful of runs; reading them together saves a
+        round trip (and a worker-thread hop) per run. Runs with nothing stored are left out.
 
         Raises:
             CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).

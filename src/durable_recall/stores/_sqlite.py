@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -121,6 +121,22 @@ class SqliteStepStore:
 
         return await self._read(read, lambda row: None if row is None else run_record(*row))
 
+    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        wanted = sorted(set(run_ids))
+
+        def read(conn: sqlite3.Connection) -> list[Any]:
+            rows: list[Any] = []
+            with _transaction(conn, 'BEGIN'):
+                for start in range(0, len(wanted), _CHUNK):
+                    chunk = wanted[start : start + _CHUNK]
+                    marks = ', '.join('?' * len(chunk))
+                    rows += conn.execute(f'SELECT {_RUN_COLUMNS} FROM dr_runs WHERE run_id IN ({marks})', chunk)
+            return rows
+
+        return await self._read(
+            read, lambda rows: {record.run_id: record for record in (run_record(*row) for row in rows)}
+        )
+
     async def list_runs(
         self, *, conversation_id: str | None = None, parent_run_id: str | None = None
     ) -> list[RunRecord]:
@@ -225,6 +241,25 @@ class SqliteStepStore:
             return log
 
         return await self._read(read, lambda log: decode_log(run_id, log))
+
+    async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
+        asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
+
+        def read(conn: sqlite3.Connection) -> dict[str, dict[int, StoredBody | None]]:
+            logs: dict[str, dict[int, StoredBody | None]] = {}
+            with _transaction(conn, 'BEGIN'):
+                for run_id, seqs in asked.items():
+                    log: dict[int, StoredBody | None] = {}
+                    for start in range(0, len(seqs), _CHUNK):
+                        chunk = seqs[start : start + _CHUNK]
+                        marks = ', '.join('?' * len(chunk))
+                        query = f'{_SELECT_LOG} WHERE m.run_id = ? AND m.seq IN ({marks})'
+                        log.update(conn.execute(query, (run_id, *chunk)).fetchall())
+                    if log:
+                        logs[run_id] = log
+            return logs
+
+        return await self._read(read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()})
 
     def index_storage(self) -> SqliteIndex:
         return self._index
