@@ -57,7 +57,16 @@ def test_taking_a_run_out_keeps_the_others(postings: dict[int, dict[int, tuple[i
 
 
 def test_a_sealed_chunk_of_common_postings_packs_small() -> None:
-    wanted = [(run_key << 32 | position, 1, 40 + position) for run_key in range(1, 65) for position in range(4)]
+    wanted = [
+        (run_key << 32 | position, 1, 40 + position) for run_key in range(1, SEAL_AT // 4 + 1) for position in range(4)
+    ]
     assert len(wanted) == SEAL_AT
     assert len(seal(wanted)) < 3 * len(wanted)
     assert len(seal(wanted[:1])) == 11  # flags, run key, and 16-bit position, tf and length
+
+
+def test_an_open_tail_takes_twelve_bytes_a_posting_and_wide_values_take_two_records() -> None:
+    assert len(pack_open(7, [(3, 1, 40), (9, 2, 41)])) == 24
+    wide = pack_open(7, [(3, 70_000, 70_000), (4, 1, 0xFFFF)])
+    assert len(wide) == 48
+    assert decode_chunk(OPEN, wide).entries() == [(7 << 32 | 3, 70_000, 70_000), (7 << 32 | 4, 1, 0xFFFF)]

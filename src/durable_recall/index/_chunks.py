@@ -5,8 +5,10 @@ common term as many rows as runs: ~30 bytes of row overhead per posting, a B-tre
 term and run when indexing, and thousands of rows to read for one common word. Postings of a
 term in a scope now live in few rows, numbered per `(scope, term)`:
 
-* chunk `OPEN` (0), the open tail: fixed-width records `(run key, position, tf, length)`, four
-  unsigned 32-bit little-endian ints, in the order they were indexed. A commit appends to it
+* chunk `OPEN` (0), the open tail: fixed-width records of three unsigned 32-bit little-endian
+  ints, `(run key, position, tf | length << 16)`, in the order they were indexed (a tf or length
+  of 65,535 or more is written as `0xFFFFFFFF` in the third int and a second record
+  `(tf, length, 0)`). A commit appends to it
   with a byte concatenation the database does in place (no read), so indexing a run costs one
   upsert per term whatever the term's history;
 * chunks 1, 2, ...: sealed. Once the open tail holds `SEAL_AT` postings it is sorted by document
@@ -46,11 +48,14 @@ __all__ = (
 OPEN = 0
 """The chunk number of a term's open tail."""
 
-SEAL_AT = 256
+SEAL_AT = 60
 """Postings an open tail holds before it is sealed."""
 
-_RECORD = 16
-"""Bytes per open-tail posting."""
+_RECORD = 12
+"""Bytes per open-tail posting (a record)."""
+
+_WIDE = 0xFFFFFFFF
+"""In an open-tail record's third int: the tf and length are in the next record."""
 
 SEAL_BYTES = SEAL_AT * _RECORD
 """The size at which an open tail is sealed."""
@@ -83,8 +88,15 @@ def pack_open(run_key: int, postings: Sequence[tuple[int, int, int]]) -> bytes:
     """A run's `(position, tf, length)` postings as open-tail records (which concatenate)."""
     values = array('I')
     for position, tf, length in postings:
-        values.extend((run_key, position, tf, length))
+        _append_open(values, run_key, position, tf, length)
     return _bytes(values)
+
+
+def _append_open(values: array[int], run_key: int, position: int, tf: int, length: int) -> None:
+    if tf < 0xFFFF and length < 0xFFFF:
+        values.extend((run_key, position, tf | length << 16))
+    else:
+        values.extend((run_key, position, _WIDE, tf, length, 0))
 
 
 def appended_postings(change: RunCommit, run_key: int) -> list[tuple[str, bytes]]:
@@ -159,7 +171,7 @@ def without_run(number: int, data: bytes, run_key: int) -> bytes | None:
     if number == OPEN:
         values = array('I')
         for key, tf, length in kept:
-            values.extend((key >> 32, key & 0xFFFFFFFF, tf, length))
+            _append_open(values, key >> 32, key & 0xFFFFFFFF, tf, length)
         return _bytes(values)
     return seal(kept)
 
@@ -175,8 +187,29 @@ def run_postings(chunks: Sequence[Chunk], run_key: int) -> list[tuple[int, int, 
 
 def _decode_open(data: bytes) -> Chunk:
     flat = _array('I', data)
-    keys = [run << 32 | position for run, position in zip(flat[0::4], flat[1::4], strict=True)]
-    tfs, lengths = flat[2::4], flat[3::4]
+    packed = flat[2::3]
+    keys: list[int]
+    tfs: Sequence[int]
+    lengths: Sequence[int]
+    if _WIDE not in packed:  # the common case
+        keys = [run << 32 | position for run, position in zip(flat[0::3], flat[1::3], strict=True)]
+        tfs = [value & 0xFFFF for value in packed]
+        lengths = [value >> 16 for value in packed]
+    else:
+        keys, wide_tfs, wide_lengths = [], list[int](), list[int]()
+        index = 0
+        while index < len(flat):
+            run, position, value = flat[index : index + 3]
+            keys.append(run << 32 | position)
+            if value == _WIDE:
+                wide_tfs.append(flat[index + 3])
+                wide_lengths.append(flat[index + 4])
+                index += 6
+            else:
+                wide_tfs.append(value & 0xFFFF)
+                wide_lengths.append(value >> 16)
+                index += 3
+        tfs, lengths = wide_tfs, wide_lengths
     if all(a < b for a, b in zip(keys, keys[1:], strict=False)):
         return Chunk(keys, tfs, lengths)
     ordered = sorted(zip(keys, tfs, lengths, strict=True))
