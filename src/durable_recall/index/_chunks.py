@@ -22,6 +22,7 @@ postings sorted by key, so a scorer can bisect a chunk for a document.
 
 from __future__ import annotations
 
+import struct
 import sys
 import zlib
 from array import array
@@ -53,6 +54,9 @@ SEAL_AT = 60
 
 _RECORD = 12
 """Bytes per open-tail posting (a record)."""
+
+_ONE = struct.Struct('<III')
+"""One open-tail record."""
 
 _WIDE = 0xFFFFFFFF
 """In an open-tail record's third int: the tf and length are in the next record."""
@@ -86,6 +90,14 @@ class Chunk(NamedTuple):
 
 def pack_open(run_key: int, postings: Sequence[tuple[int, int, int]]) -> bytes:
     """A run's `(position, tf, length)` postings as open-tail records (which concatenate)."""
+    if len(postings) == 1:
+        position, tf, length = postings[0]
+        if tf < 0xFFFF and length < 0xFFFF:
+            return _ONE.pack(run_key, position, tf | length << 16)
+    if all(tf < 0xFFFF and length < 0xFFFF for _, tf, length in postings):
+        # The common case, without a call per posting.
+        flat = [value for position, tf, length in postings for value in (run_key, position, tf | length << 16)]
+        return _bytes(array('I', flat))
     values = array('I')
     for position, tf, length in postings:
         _append_open(values, run_key, position, tf, length)
@@ -101,11 +113,10 @@ def _append_open(values: array[int], run_key: int, position: int, tf: int, lengt
 
 def appended_postings(change: RunCommit, run_key: int) -> list[tuple[str, bytes]]:
     """What a commit appends to each term's open tail, in term order (`postings_set` after removal)."""
-    out: dict[str, bytes] = {}
-    for postings in (change.postings_add, change.postings_set):
-        for term, found in postings.items():
-            if found:
-                out[term] = out.get(term, b'') + pack_open(run_key, found)
+    out = {term: pack_open(run_key, found) for term, found in change.postings_add.items() if found}
+    for term, found in change.postings_set.items():
+        if found:
+            out[term] = out.get(term, b'') + pack_open(run_key, found)
     return sorted(out.items())
 
 
