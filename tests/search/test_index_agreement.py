@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from benchmarks._script import generate_conversation, make_queries
 from benchmarks.histories import write_conversation
 
 from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource, update_index
 from durable_recall.history import RunHistory
+from durable_recall.index._indexer import Indexer
 from durable_recall.search import SearchRequest
 from durable_recall.stores import StepStore
 
@@ -163,3 +165,52 @@ async def test_answers_agree_when_the_byte_budget_cuts_them(store: StepStore, bu
     asks = [SearchRequest(query=query) for query in make_queries(conversation, 8, 13)]
     answers = await agree(store, 'c-budget', asks, scope='conversation', max_result_bytes=budget)
     assert any('left out to keep this result under' in answer for answer in answers)
+
+
+async def test_concurrent_catch_ups_of_the_same_runs_index_each_once(store: StepStore) -> None:
+    # Two workers catch the same pending runs up at once: one batch commits, the other finds a run
+    # indexed meanwhile, commits nothing of its batch, and catches its runs up one by one.
+    conversation = generate_conversation(61, 150, conversation_id='c-race')
+    await write_conversation(store, conversation, window=12)
+    indexers = [Indexer(store), Indexer(store)]
+    pending = (await store.index_storage().status('c-race', all_scopes=False)).pending
+    assert len(pending) > 2
+    async with anyio.create_task_group() as group:
+        for indexer in indexers:
+            group.start_soon(indexer.catch_up, pending)
+    status = await store.index_storage().status('c-race', all_scopes=False)
+    assert status.pending == []
+    assert status.docs == sum(run.message_count for run in conversation.runs)
+    await agree(
+        store, 'c-race', requests(make_queries(conversation, 6, 61), conversation.runs[1].run_id), scope='conversation'
+    )
+
+
+async def test_a_batch_that_loses_a_race_catches_its_runs_up_one_by_one(store: StepStore) -> None:
+    conversation = generate_conversation(62, 120, conversation_id='c-lost')
+    await write_conversation(store, conversation, window=12)
+    pending = (await store.index_storage().status('c-lost', all_scopes=False)).pending
+    loser, winner = Indexer(store), Indexer(store)
+    prepare = loser._prepare
+    fallbacks: list[list[str]] = []
+    one_by_one = loser._one_by_one
+
+    async def late(run: Any, row: Any, held: Any) -> Any:
+        change = await prepare(run, row, held)
+        if run.run_id == pending[-1]:
+            await winner.catch_up(pending)  # another worker indexes them all before this batch commits
+        return change
+
+    async def counted(run_ids: list[str]) -> Any:
+        fallbacks.append(run_ids)
+        return await one_by_one(run_ids)
+
+    loser._prepare = late
+    loser._one_by_one = counted
+    assert await loser.catch_up(pending) == []
+
+    assert fallbacks == [pending]
+    assert (await store.index_storage().status('c-lost', all_scopes=False)).pending == []
+    await agree(
+        store, 'c-lost', requests(make_queries(conversation, 6, 62), conversation.runs[1].run_id), scope='conversation'
+    )

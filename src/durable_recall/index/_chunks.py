@@ -36,6 +36,7 @@ from ._storage import RunCommit
 __all__ = (
     'OPEN',
     'SEAL_AT',
+    'SEALED_MAX',
     'SEAL_BYTES',
     'Chunk',
     'appended_postings',
@@ -43,6 +44,7 @@ __all__ = (
     'pack_open',
     'run_postings',
     'seal',
+    'seal_tail',
     'without_run',
 )
 
@@ -51,6 +53,9 @@ OPEN = 0
 
 SEAL_AT = 60
 """Postings an open tail holds before it is sealed."""
+
+SEALED_MAX = 160
+"""Postings a sealed chunk holds at most (about 900 bytes packed)."""
 
 _RECORD = 12
 """Bytes per open-tail posting (a record)."""
@@ -142,6 +147,16 @@ def seal(entries: Sequence[tuple[int, int, int]]) -> bytes:
         if len(packed) < len(body):
             return bytes((flags | _DEFLATED,)) + packed
     return bytes((flags,)) + body
+
+
+def seal_tail(data: bytes) -> list[bytes]:
+    """A full open tail as sealed chunks of at most `SEALED_MAX` postings each, in key order.
+
+    A batched commit can fill a tail far past `SEAL_AT`; one chunk of all of it would outgrow
+    what a database keeps in a B-tree page.
+    """
+    entries = decode_chunk(OPEN, data).entries()
+    return [seal(entries[start : start + SEALED_MAX]) for start in range(0, len(entries), SEALED_MAX)]
 
 
 def decode_chunk(number: int, data: bytes) -> Chunk:

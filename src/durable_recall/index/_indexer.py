@@ -10,7 +10,7 @@ the same run race on its `seen` watermark and the loser reads again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage
@@ -30,6 +30,12 @@ from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleInde
 __all__ = ('Indexer', 'hash_key', 'record_text_terms', 'update_index')
 
 _RETRIES = 8
+
+_BATCH_RUNS = 64
+"""Runs caught up together, committed in one transaction."""
+
+_BATCH_POSTINGS = 200_000
+"""Postings after which a batch commits early (runs can be long): bounds what a batch holds in memory."""
 
 
 def record_text_terms(message: ModelMessage) -> list[str]:
@@ -81,6 +87,57 @@ class Indexer:
             snapshot that could, and they are retried on the next catch-up.
         """
         problems: list[CorruptSnapshotError] = []
+        ids = list(dict.fromkeys(run_ids))
+        for start in range(0, len(ids), _BATCH_RUNS):
+            problems += await self._catch_up_batch(ids[start : start + _BATCH_RUNS])
+        return problems
+
+    async def _catch_up_batch(self, run_ids: list[str]) -> list[CorruptSnapshotError]:
+        """Catch runs up together: their reads first, then one transaction for all their commits.
+
+        One commit for many runs writes each term's open tail once for all of them, where a
+        commit per run would write it once per run. A run that inherits from an earlier run of the
+        batch finds that run's hashes here, since they are not committed yet. If another process
+        indexed one of the runs meanwhile, the batch commits nothing and its runs are caught up
+        one by one instead.
+        """
+        problems: list[CorruptSnapshotError] = []
+        records = await self._store.get_runs(run_ids)
+        rows = await self._storage.load_runs(run_ids)
+        pending: list[RunCommit] = []
+        held: dict[str, dict[bytes, str]] = {}
+        size = 0
+        for run_id in run_ids:
+            run = records.get(run_id)
+            if run is None:
+                continue
+            try:
+                change = await self._prepare(run, rows.get(run_id), held)
+            except CorruptSnapshotError as error:
+                problems.append(error)
+                continue
+            pending.append(change)
+            if run.conversation_id is not None:
+                mine = held.setdefault(run.conversation_id, {})
+                for digest in change.hashes:
+                    mine.setdefault(digest, run_id)
+            size += sum(len(postings) for postings in change.postings_add.values())
+            if size >= _BATCH_POSTINGS:
+                problems += await self._commit(pending)
+                pending, held, size = [], {}, 0
+        if pending:
+            problems += await self._commit(pending)
+        return problems
+
+    async def _commit(self, changes: list[RunCommit]) -> list[CorruptSnapshotError]:
+        try:
+            await self._storage.commit_many(changes)
+        except StaleIndexError:
+            return await self._one_by_one([change.run_id for change in changes])
+        return []
+
+    async def _one_by_one(self, run_ids: list[str]) -> list[CorruptSnapshotError]:
+        problems: list[CorruptSnapshotError] = []
         for run_id in run_ids:
             for attempt in range(_RETRIES):
                 try:
@@ -99,6 +156,20 @@ class Indexer:
         if run is None:
             return
         row = (await self._storage.load_runs([run_id])).get(run_id)
+        await self._storage.commit_many([await self._prepare(run, row, {})])
+
+    async def _prepare(
+        self, run: RunRecord, row: IndexedRunRow | None, held: Mapping[str, Mapping[bytes, str]]
+    ) -> RunCommit:
+        """The run's catch-up from its index row: fold its new snapshots, tokenize what changed.
+
+        Args:
+            run: The run's record.
+            row: Its index row (`None` if never indexed).
+            held: Hashes that runs of the same batch, not committed yet, will hold, per
+                conversation: for the inheritance check.
+        """
+        run_id = run.run_id
         seen = row.seen if row is not None else -1
         snapshots = await self._store.list_snapshots(run_id, include_interrupted=True, after=seen)
         arrays = _Arrays.of(row)
@@ -113,7 +184,7 @@ class Indexer:
         old_first = first = row.first if row is not None else 0
         old_own = _own(arrays, first)
         if run.conversation_id is not None and first == old_size and len(builder) > old_size:
-            first = await self._inherited_prefix(run, builder, first)
+            first = await self._inherited_prefix(run, builder, first, held.get(run.conversation_id, {}))
         replaced: dict[int, Counter[str]] = {}
         affected: set[str] = set()
         added: dict[str, list[Posting]] = {}
@@ -142,26 +213,24 @@ class Indexer:
         for term in postings_set:
             added.pop(term, None)
         own = _own(arrays, first)
-        await self._storage.commit(
-            RunCommit(
-                run_id=run_id,
-                conversation_id=run.conversation_id,
-                started_at=format_timestamp(run.started_at),
-                expected_seen=row.seen if row is not None else -2,
-                seen=upto,
-                upto=upto,
-                first=first,
-                lengths=encode_ints(arrays.lengths),
-                seqs=encode_ints(arrays.seqs),
-                roles=bytes(arrays.roles),
-                times=encode_floats(arrays.times),
-                state=builder.state.to_json() if len(builder) or snapshots else (row.state if row else ''),
-                postings_add=added,
-                postings_set=postings_set,
-                hashes=hashes,
-                docs_delta=own[0] - old_own[0],
-                length_delta=own[1] - old_own[1],
-            )
+        return RunCommit(
+            run_id=run_id,
+            conversation_id=run.conversation_id,
+            started_at=format_timestamp(run.started_at),
+            expected_seen=row.seen if row is not None else -2,
+            seen=upto,
+            upto=upto,
+            first=first,
+            lengths=encode_ints(arrays.lengths),
+            seqs=encode_ints(arrays.seqs),
+            roles=bytes(arrays.roles),
+            times=encode_floats(arrays.times),
+            state=builder.state.to_json() if len(builder) or snapshots else (row.state if row else ''),
+            postings_add=added,
+            postings_set=postings_set,
+            hashes=hashes,
+            docs_delta=own[0] - old_own[0],
+            length_delta=own[1] - old_own[1],
         )
 
     async def _builder(self, run_id: str, row: IndexedRunRow | None, arrays: _Arrays) -> RecordBuilder:
@@ -179,11 +248,14 @@ class Indexer:
             raise CorruptSnapshotError(run_id, row.seen, f'message log entries {missing[:5]} are missing')
         return RecordBuilder.resume(state, loaded, {p: loaded[arrays.seqs[p]] for p in positions})
 
-    async def _inherited_prefix(self, run: RunRecord, builder: RecordBuilder, first: int) -> int:
+    async def _inherited_prefix(
+        self, run: RunRecord, builder: RecordBuilder, first: int, batch: Mapping[bytes, str]
+    ) -> int:
         """Extend the run's inherited prefix over leading messages an earlier run of the conversation holds."""
         assert run.conversation_id is not None
         candidates = [hash_key(builder.hash(position)) for position in range(first, len(builder))]
         held = await self._storage.inherited(run.conversation_id, candidates, exclude_run_id=run.run_id)
+        held.update(digest for digest in candidates if batch.get(digest, run.run_id) != run.run_id)
         while first < len(builder):
             message = builder.message(first)
             if hash_key(builder.hash(first)) not in held or message.run_id == run.token:

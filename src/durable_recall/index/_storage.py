@@ -192,3 +192,15 @@ class IndexStorage(Protocol):
             StaleIndexError: The run's stored `seen` is not `change.expected_seen`.
         """
         ...
+
+    async def commit_many(self, changes: Sequence[RunCommit]) -> None:
+        """Apply several runs' catch-ups (one per run), in order, in one transaction.
+
+        Each term's new postings of all the runs are appended to its open tail in one write.
+        A change for a run deleted meanwhile is skipped, as `commit` skips it.
+
+        Raises:
+            StaleIndexError: A run's stored `seen` is not its change's `expected_seen`; nothing
+                of the batch is applied.
+        """
+        ...

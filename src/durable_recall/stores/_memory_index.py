@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, seal, without_run
+from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, seal_tail, without_run
 from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 
 __all__ = ('MemoryIndex',)
@@ -112,11 +112,20 @@ class MemoryIndex:
         return {digest for digest in hashes if held.get(digest, own) != own}
 
     async def commit(self, change: RunCommit) -> None:
-        if self.run_order(change.run_id) is None:
-            return  # deleted while it was being indexed
+        await self.commit_many([change])
+
+    async def commit_many(self, changes: Sequence[RunCommit]) -> None:
+        # Checked before anything is applied, and applied without a suspension point: atomic.
+        live = [change for change in changes if self.run_order(change.run_id) is not None]
+        for change in live:
+            stored = self._runs.get(change.run_id)
+            if (stored.seen if stored else -2) != change.expected_seen:
+                raise StaleIndexError(change.run_id)
+        for change in live:
+            self._apply(change)
+
+    def _apply(self, change: RunCommit) -> None:
         stored = self._runs.get(change.run_id)
-        if (stored.seen if stored else -2) != change.expected_seen:
-            raise StaleIndexError(change.run_id)
         scope = self._scopes.get(change.conversation_id)
         if scope is None:
             key = 0 if change.conversation_id is None else 1 + max((s.key for s in self._scopes.values()), default=0)
@@ -170,7 +179,9 @@ class MemoryIndex:
             chunks[OPEN] = chunks.get(OPEN, b'') + data
             if len(chunks[OPEN]) >= SEAL_BYTES:
                 full = chunks.pop(OPEN)
-                chunks[max(chunks, default=OPEN) + 1] = seal(decode_chunk(OPEN, full).entries())
+                last = max(chunks, default=OPEN)
+                for n, sealed in enumerate(seal_tail(full), start=1):
+                    chunks[last + n] = sealed
 
     def _key(self, conversation_id: str | None) -> int | None:
         scope = self._scopes.get(conversation_id)

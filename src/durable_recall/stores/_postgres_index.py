@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, seal, without_run
+from ..index._chunks import SEAL_BYTES, appended_postings, seal_tail, without_run
 from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from ._postgres_connect import PostgresConnector
 from ._rows import indexed_run
@@ -77,10 +77,10 @@ _NEW_SCOPE: dict[bool, LiteralString] = {
 
 _APPEND: LiteralString = (
     'INSERT INTO {index_postings} AS t (scope_key, term, chunk, postings)'
-    ' SELECT %(scope)s, new.term, 0, new.postings'
-    ' FROM unnest(%(terms)s::text[], %(postings)s::bytea[]) AS new (term, postings)'
+    ' SELECT new.scope_key, new.term, 0, new.postings'
+    ' FROM unnest(%(scopes)s::bigint[], %(terms)s::text[], %(postings)s::bytea[]) AS new (scope_key, term, postings)'
     ' ON CONFLICT (scope_key, term, chunk) DO UPDATE SET postings = t.postings || EXCLUDED.postings'
-    ' RETURNING term, octet_length(t.postings)'
+    ' RETURNING t.scope_key, t.term, octet_length(t.postings)'
 )
 
 _BUMP_GENERATION: LiteralString = (
@@ -173,37 +173,52 @@ class PostgresIndex:
             return {digest for (digest,) in await cur.fetchall()}
 
     async def commit(self, change: RunCommit) -> None:
+        await self.commit_many([change])
+
+    async def commit_many(self, changes: Sequence[RunCommit]) -> None:
         sql = self._db.sql
         async with self._db.transaction() as cur:
-            await lock_conversation(cur, self._db, change.conversation_id)
-            await cur.execute(sql('SELECT conversation_id FROM {runs} WHERE run_id = %s FOR UPDATE'), (change.run_id,))
-            run = await cur.fetchone()
-            if run is None:
-                return  # deleted while it was being indexed
-            # A statement of its own, run after the locks: it sees every commit that held them.
-            await cur.execute(sql('SELECT run_key, seen FROM {index_runs} WHERE run_id = %s'), (change.run_id,))
-            stored = await cur.fetchone()
-            if (-2 if stored is None else stored[1]) != change.expected_seen:
-                raise StaleIndexError(change.run_id)
-            scope_key = await self._update_scope(cur, change)
-            run_key = await self._put_run(cur, change, scope_key, None if stored is None else stored[0])
-            await self._put_postings(cur, change, scope_key, run_key)
-            if change.conversation_id is not None and change.hashes:
+            # Every conversation's lock first, in one order, so two batches cannot deadlock.
+            for conversation_id in sorted({change.conversation_id or '' for change in changes}):
+                await lock_conversation(cur, self._db, conversation_id or None)
+            appended: dict[tuple[int, str], bytes] = {}
+            applied = 0
+            for change in changes:
+                await cur.execute(
+                    sql('SELECT conversation_id FROM {runs} WHERE run_id = %s FOR UPDATE'), (change.run_id,)
+                )
+                run = await cur.fetchone()
+                if run is None:
+                    continue  # deleted while it was being indexed
+                # A statement of its own, run after the locks: it sees every commit that held them.
+                await cur.execute(sql('SELECT run_key, seen FROM {index_runs} WHERE run_id = %s'), (change.run_id,))
+                stored = await cur.fetchone()
+                if (-2 if stored is None else stored[1]) != change.expected_seen:
+                    raise StaleIndexError(change.run_id)
+                applied += 1
+                scope_key = await self._update_scope(cur, change)
+                run_key = await self._put_run(cur, change, scope_key, None if stored is None else stored[0])
+                await self._take_out(cur, change, scope_key, run_key)
+                for term, data in appended_postings(change, run_key):
+                    appended[scope_key, term] = appended.get((scope_key, term), b'') + data
+                if change.conversation_id is not None and change.hashes:
+                    await cur.execute(
+                        sql(
+                            'INSERT INTO {index_hashes} (scope_key, hash, run_key)'
+                            ' SELECT %s, new.hash, %s FROM unnest(%s::bytea[]) AS new (hash) ON CONFLICT DO NOTHING'
+                        ),
+                        (scope_key, run_key, list(change.hashes)),
+                    )
                 await cur.execute(
                     sql(
-                        'INSERT INTO {index_hashes} (scope_key, hash, run_key)'
-                        ' SELECT %s, new.hash, %s FROM unnest(%s::bytea[]) AS new (hash) ON CONFLICT DO NOTHING'
+                        'DELETE FROM {pending} WHERE conversation_id = %(pending)s AND run_id = %(run)s'
+                        ' AND upto <= %(upto)s'
                     ),
-                    (scope_key, run_key, list(change.hashes)),
+                    {'pending': run[0] or '', 'run': change.run_id, 'upto': change.upto},
                 )
-            await cur.execute(
-                sql(
-                    'WITH cleared AS (DELETE FROM {pending}'
-                    ' WHERE conversation_id = %(pending)s AND run_id = %(run)s AND upto <= %(upto)s) '
-                    + _BUMP_GENERATION
-                ),
-                {'pending': run[0] or '', 'run': change.run_id, 'upto': change.upto, 'generation': uuid.uuid4().hex},
-            )
+            await self._append(cur, appended)
+            if applied:
+                await cur.execute(sql(_BUMP_GENERATION), {'generation': uuid.uuid4().hex})
 
     async def _update_scope(self, cur: AsyncCursor[TupleRow], change: RunCommit) -> int:
         """Apply the commit's statistics and a new generation to its scope row, creating it if needed; its key."""
@@ -265,67 +280,77 @@ class PostgresIndex:
         assert found is not None, 'an INSERT with RETURNING returns its row'
         return found[0]
 
-    async def _put_postings(self, cur: AsyncCursor[TupleRow], change: RunCommit, scope_key: int, run_key: int) -> None:
-        """Take out the run's postings of `postings_set` terms, append the new ones to open tails, seal full tails."""
+    async def _take_out(self, cur: AsyncCursor[TupleRow], change: RunCommit, scope_key: int, run_key: int) -> None:
+        """Take the run's postings of its `postings_set` terms out of every chunk holding them."""
+        if not change.postings_set:
+            return
         sql = self._db.sql
-        if change.postings_set:
-            await cur.execute(
-                sql(
-                    'SELECT term, chunk, postings FROM {index_postings}'
-                    ' WHERE scope_key = %s AND term = ANY(%s::text[]) FOR UPDATE'
-                ),
-                (scope_key, list(change.postings_set)),
-            )
-            for term, number, data in await cur.fetchall():
-                kept = without_run(number, bytes(data), run_key)
-                if kept is None:
-                    continue
-                if kept:
-                    await cur.execute(
-                        sql(
-                            'UPDATE {index_postings} SET postings = %s'
-                            ' WHERE scope_key = %s AND term = %s AND chunk = %s'
-                        ),
-                        (kept, scope_key, term, number),
-                    )
-                else:
-                    await cur.execute(
-                        sql('DELETE FROM {index_postings} WHERE scope_key = %s AND term = %s AND chunk = %s'),
-                        (scope_key, term, number),
-                    )
-        appended = appended_postings(change, run_key)
+        await cur.execute(
+            sql(
+                'SELECT term, chunk, postings FROM {index_postings}'
+                ' WHERE scope_key = %s AND term = ANY(%s::text[]) FOR UPDATE'
+            ),
+            (scope_key, list(change.postings_set)),
+        )
+        for term, number, data in await cur.fetchall():
+            kept = without_run(number, bytes(data), run_key)
+            if kept is None:
+                continue
+            if kept:
+                await cur.execute(
+                    sql('UPDATE {index_postings} SET postings = %s WHERE scope_key = %s AND term = %s AND chunk = %s'),
+                    (kept, scope_key, term, number),
+                )
+            else:
+                await cur.execute(
+                    sql('DELETE FROM {index_postings} WHERE scope_key = %s AND term = %s AND chunk = %s'),
+                    (scope_key, term, number),
+                )
+
+    async def _append(self, cur: AsyncCursor[TupleRow], appended: dict[tuple[int, str], bytes]) -> None:
+        """Append to each `(scope key, term)`'s open tail in one statement, then seal the tails that are full."""
         if not appended:
             return
+        sql = self._db.sql
+        keys = sorted(appended)
         await cur.execute(
             sql(_APPEND),
-            {'scope': scope_key, 'terms': [term for term, _ in appended], 'postings': [data for _, data in appended]},
+            {
+                'scopes': [scope_key for scope_key, _ in keys],
+                'terms': [term for _, term in keys],
+                'postings': [appended[key] for key in keys],
+            },
         )
-        due = [term for term, size in await cur.fetchall() if size >= SEAL_BYTES]
+        due = [(scope_key, term) for scope_key, term, size in await cur.fetchall() if size >= SEAL_BYTES]
         if not due:
             return
         await cur.execute(
             sql(
-                'SELECT o.term, o.postings, (SELECT MAX(c.chunk) FROM {index_postings} AS c'
+                'SELECT o.scope_key, o.term, o.postings, (SELECT MAX(c.chunk) FROM {index_postings} AS c'
                 ' WHERE c.scope_key = o.scope_key AND c.term = o.term)'
-                ' FROM {index_postings} AS o WHERE o.scope_key = %s AND o.chunk = 0 AND o.term = ANY(%s::text[])'
+                ' FROM {index_postings} AS o JOIN unnest(%s::bigint[], %s::text[]) AS d (scope_key, term)'
+                ' ON o.scope_key = d.scope_key AND o.term = d.term WHERE o.chunk = 0'
             ),
-            (scope_key, due),
+            ([scope_key for scope_key, _ in due], [term for _, term in due]),
         )
         sealed = [
-            (term, last + 1, seal(decode_chunk(OPEN, bytes(data)).entries()))
-            for term, data, last in await cur.fetchall()
+            (scope_key, term, last + 1 + n, chunk)
+            for scope_key, term, data, last in await cur.fetchall()
+            for n, chunk in enumerate(seal_tail(bytes(data)))
         ]
         await cur.execute(
             sql(
                 'INSERT INTO {index_postings} (scope_key, term, chunk, postings)'
-                ' SELECT %s, new.term, new.chunk, new.postings'
-                ' FROM unnest(%s::text[], %s::int[], %s::bytea[]) AS new (term, chunk, postings)'
+                ' SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::bytea[])'
             ),
-            (scope_key, [t for t, _, _ in sealed], [n for _, n, _ in sealed], [d for _, _, d in sealed]),
+            tuple(list(column) for column in zip(*sealed, strict=True)),
         )
         await cur.execute(
-            sql('DELETE FROM {index_postings} WHERE scope_key = %s AND chunk = 0 AND term = ANY(%s::text[])'),
-            (scope_key, due),
+            sql(
+                'DELETE FROM {index_postings} AS o USING unnest(%s::bigint[], %s::text[]) AS d (scope_key, term)'
+                ' WHERE o.scope_key = d.scope_key AND o.term = d.term AND o.chunk = 0'
+            ),
+            ([scope_key for scope_key, _ in due], [term for _, term in due]),
         )
 
 

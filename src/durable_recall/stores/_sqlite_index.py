@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Protocol, TypeVar
 
-from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, seal, without_run
+from ..index._chunks import SEAL_BYTES, appended_postings, seal_tail, without_run
 from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from ._rows import indexed_run
 
@@ -166,31 +166,42 @@ class SqliteIndex:
         return await self._run(read)
 
     async def commit(self, change: RunCommit) -> None:
+        await self.commit_many([change])
+
+    async def commit_many(self, changes: Sequence[RunCommit]) -> None:
         def write(conn: sqlite3.Connection) -> None:
             with transaction(conn, 'BEGIN IMMEDIATE'):
-                found = conn.execute(
-                    'SELECT r.conversation_id, i.run_key, i.seen FROM dr_runs AS r'
-                    ' LEFT JOIN dr_index_runs AS i ON i.run_id = r.run_id WHERE r.run_id = ?',
-                    (change.run_id,),
-                ).fetchone()
-                if found is None:
-                    return  # deleted while it was being indexed
-                conversation_id, run_key, seen = found
-                if (-2 if seen is None else seen) != change.expected_seen:
-                    raise StaleIndexError(change.run_id)
-                scope_key = _update_scope(conn, change)
-                run_key = _put_run(conn, change, scope_key, run_key)
-                _put_postings(conn, change, scope_key, run_key)
-                if change.conversation_id is not None and change.hashes:
-                    conn.executemany(
-                        'INSERT OR IGNORE INTO dr_index_hashes (scope_key, hash, run_key) VALUES (?, ?, ?)',
-                        [(scope_key, digest, run_key) for digest in change.hashes],
+                appended: dict[tuple[int, str], bytes] = {}
+                applied = 0
+                for change in changes:
+                    found = conn.execute(
+                        'SELECT r.conversation_id, i.run_key, i.seen FROM dr_runs AS r'
+                        ' LEFT JOIN dr_index_runs AS i ON i.run_id = r.run_id WHERE r.run_id = ?',
+                        (change.run_id,),
+                    ).fetchone()
+                    if found is None:
+                        continue  # deleted while it was being indexed
+                    conversation_id, run_key, seen = found
+                    if (-2 if seen is None else seen) != change.expected_seen:
+                        raise StaleIndexError(change.run_id)
+                    applied += 1
+                    scope_key = _update_scope(conn, change)
+                    run_key = _put_run(conn, change, scope_key, run_key)
+                    _take_out(conn, change, scope_key, run_key)
+                    for term, data in appended_postings(change, run_key):
+                        appended[scope_key, term] = appended.get((scope_key, term), b'') + data
+                    if change.conversation_id is not None and change.hashes:
+                        conn.executemany(
+                            'INSERT OR IGNORE INTO dr_index_hashes (scope_key, hash, run_key) VALUES (?, ?, ?)',
+                            [(scope_key, digest, run_key) for digest in change.hashes],
+                        )
+                    conn.execute(
+                        'DELETE FROM dr_pending WHERE conversation_id = ? AND run_id = ? AND upto <= ?',
+                        (conversation_id or '', change.run_id, change.upto),
                     )
-                conn.execute(
-                    'DELETE FROM dr_pending WHERE conversation_id = ? AND run_id = ? AND upto <= ?',
-                    (conversation_id or '', change.run_id, change.upto),
-                )
-                _bump_generation(conn)
+                _append(conn, appended)
+                if applied:
+                    _bump_generation(conn)
 
         await self._run(write)
 
@@ -290,8 +301,8 @@ def _put_run(conn: sqlite3.Connection, change: RunCommit, scope_key: int, run_ke
     return run_key
 
 
-def _put_postings(conn: sqlite3.Connection, change: RunCommit, scope_key: int, run_key: int) -> None:
-    """Take out the run's postings of `postings_set` terms, append the new ones to open tails, seal full tails."""
+def _take_out(conn: sqlite3.Connection, change: RunCommit, scope_key: int, run_key: int) -> None:
+    """Take the run's postings of its `postings_set` terms out of every chunk holding them."""
     for chunk in _chunks(change.postings_set):
         rows = conn.execute(
             f'SELECT term, chunk, postings FROM dr_index_postings WHERE scope_key = ? AND term IN ({_marks(chunk)})',
@@ -311,7 +322,10 @@ def _put_postings(conn: sqlite3.Connection, change: RunCommit, scope_key: int, r
                     'DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = ?',
                     (scope_key, term, number),
                 )
-    appended = appended_postings(change, run_key)
+
+
+def _append(conn: sqlite3.Connection, appended: dict[tuple[int, str], bytes]) -> None:
+    """Append to each `(scope key, term)`'s open tail, then seal the tails that are full."""
     if not appended:
         return
     # `||` makes text of blobs; the cast takes the same bytes back as a blob. In key order: each
@@ -319,25 +333,32 @@ def _put_postings(conn: sqlite3.Connection, change: RunCommit, scope_key: int, r
     conn.executemany(
         'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, 0, ?)'
         ' ON CONFLICT (scope_key, term, chunk) DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)',
-        [(scope_key, term, data) for term, data in appended],
+        [(scope_key, term, data) for (scope_key, term), data in sorted(appended.items())],
     )
-    for chunk in _chunks(term for term, _ in appended):
-        due = conn.execute(
-            'SELECT term, postings FROM dr_index_postings'
-            f' WHERE scope_key = ? AND chunk = 0 AND term IN ({_marks(chunk)}) AND length(postings) >= ?',
-            [scope_key, *chunk, SEAL_BYTES],
-        ).fetchall()
-        for term, data in due:
-            (last,) = conn.execute(
-                'SELECT MAX(chunk) FROM dr_index_postings WHERE scope_key = ? AND term = ?', (scope_key, term)
-            ).fetchone()
-            conn.execute(
-                'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)',
-                (scope_key, term, last + 1, seal(decode_chunk(OPEN, data).entries())),
-            )
-            conn.execute(
-                'DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = 0', (scope_key, term)
-            )
+    by_scope: dict[int, list[str]] = {}
+    for scope_key, term in appended:
+        by_scope.setdefault(scope_key, []).append(term)
+    for scope_key, terms in by_scope.items():
+        for chunk in _chunks(sorted(terms)):
+            due = conn.execute(
+                'SELECT term, postings FROM dr_index_postings'
+                f' WHERE scope_key = ? AND chunk = 0 AND term IN ({_marks(chunk)}) AND length(postings) >= ?',
+                [scope_key, *chunk, SEAL_BYTES],
+            ).fetchall()
+            for term, data in due:
+                _seal(conn, scope_key, term, data)
+
+
+def _seal(conn: sqlite3.Connection, scope_key: int, term: str, data: bytes) -> None:
+    """Seal a full open tail into the term's next chunk number."""
+    (last,) = conn.execute(
+        'SELECT MAX(chunk) FROM dr_index_postings WHERE scope_key = ? AND term = ?', (scope_key, term)
+    ).fetchone()
+    conn.executemany(
+        'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)',
+        [(scope_key, term, last + 1 + n, chunk) for n, chunk in enumerate(seal_tail(data))],
+    )
+    conn.execute('DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = 0', (scope_key, term))
 
 
 def _bump_generation(conn: sqlite3.Connection) -> None:
