@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_recall.index._chunks import OPEN, SEAL_AT, decode_chunk, pack_open, run_postings, seal, without_run
+from durable_recall.index._chunks import OPEN, SEAL_AT, decode_chunk, merged, pack_open, run_postings, seal, without_run
 
 values = st.one_of(st.integers(1, 70), st.integers(0xFFF0, 0x1_0010), st.integers(1, 2**32 - 1))
 runs = st.dictionaries(
@@ -70,3 +70,14 @@ def test_an_open_tail_takes_twelve_bytes_a_posting_and_wide_values_take_two_reco
     wide = pack_open(7, [(3, 70_000, 70_000), (4, 1, 0xFFFF)])
     assert len(wide) == 48
     assert decode_chunk(OPEN, wide).entries() == [(7 << 32 | 3, 70_000, 70_000), (7 << 32 | 4, 1, 0xFFFF)]
+
+
+@given(postings=runs, pieces=st.integers(1, 5))
+def test_merged_chunks_are_one_sorted_chunk_whatever_their_ranges(
+    postings: dict[int, dict[int, tuple[int, int]]], pieces: int
+) -> None:
+    wanted = entries(postings)
+    # Interleaved slices give overlapping ranges; contiguous ones give ordered ranges.
+    for chunks in ([wanted[i::pieces] for i in range(pieces)], [wanted[i : i + 3] for i in range(0, len(wanted), 3)]):
+        decoded = [decode_chunk(1, seal(part)) for part in chunks if part]
+        assert merged(list(reversed(decoded))).entries() == wanted

@@ -41,6 +41,7 @@ __all__ = (
     'Chunk',
     'appended_postings',
     'decode_chunk',
+    'merged',
     'pack_open',
     'run_postings',
     'seal',
@@ -200,6 +201,31 @@ def without_run(number: int, data: bytes, run_key: int) -> bytes | None:
             _append_open(values, key >> 32, key & 0xFFFFFFFF, tf, length)
         return _bytes(values)
     return seal(kept)
+
+
+def merged(chunks: Sequence[Chunk]) -> Chunk:
+    """A term's chunks as one, sorted by key: one bisect finds a document, where each chunk took two.
+
+    Sealed chunks cover increasing key ranges (runs are indexed oldest first), so this is mostly a
+    concatenation; ranges that overlap (a run indexed again later) are sorted.
+    """
+    ordered = sorted((chunk for chunk in chunks if chunk.keys), key=lambda chunk: chunk.keys[0])
+    if len(ordered) == 1:
+        return ordered[0]
+    keys: list[int] = []
+    tfs: list[int] = []
+    lengths: list[int] = []
+    overlap = False
+    for chunk in ordered:
+        if keys and chunk.keys[0] <= keys[-1]:
+            overlap = True
+        keys += chunk.keys
+        tfs += chunk.tfs
+        lengths += chunk.lengths
+    if overlap:
+        entries = sorted(zip(keys, tfs, lengths, strict=True))
+        return Chunk([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries])
+    return Chunk(keys, tfs, lengths)
 
 
 def run_postings(chunks: Sequence[Chunk], run_key: int) -> list[tuple[int, int, int]]:

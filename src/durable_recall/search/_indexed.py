@@ -26,7 +26,7 @@ from pydantic_ai.messages import ModelMessage
 from .._errors import CorruptSnapshotError
 from .._records import RunRecord
 from ..history import strip_artifacts
-from ..index._chunks import decode_chunk
+from ..index._chunks import decode_chunk, merged
 from ..index._indexer import Indexer, record_text_terms
 from ..index._layout import ROLE_NAMES, decode_floats, decode_ints
 from ..index._storage import IndexedRunRow
@@ -359,7 +359,8 @@ class IndexedCorpus:
             if status.generation != scope.generation:
                 raise _Moved
             for term in missing:
-                scope.terms[term] = [decode_chunk(row.chunk, row.postings) for row in found.get(term, ())]
+                rows = found.get(term, ())
+                scope.terms[term] = [merged([decode_chunk(row.chunk, row.postings) for row in rows])] if rows else []
         out = {term: scope.terms[term] for term in terms}
         for term in terms:
             scope.terms.move_to_end(term)
