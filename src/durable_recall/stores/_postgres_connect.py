@@ -83,6 +83,11 @@ class PostgresConnector:
         """
         try:
             from psycopg import sql
+
+            if pool is None:
+                # The store opens its own pool on first use: import it now, with the store, so a
+                # worker's first search or save does not pay the import (tens of milliseconds).
+                import psycopg_pool  # noqa: F401  # pyright: ignore[reportUnusedImport]
         except ImportError as error:  # pragma: no cover - exercised only without the extra
             raise ImportError(_INSTALL_HINT) from error
         if (url is None) == (pool is None):
