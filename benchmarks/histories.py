@@ -45,7 +45,7 @@ from benchmarks._script import (
     scripted_agent_parts,
 )
 from durable_recall import RunRegistration, SlidingWindowCompaction, SnapshotDelta, StepPersistence, StepStore
-from durable_recall._codec import dump_messages
+from durable_recall.base._codec import dump_messages
 from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history, is_identity
 

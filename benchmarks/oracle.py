@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage
 
-from durable_recall.search import index_text, tokenize
+from durable_recall.text import index_text, tokenize
 
 __all__ = ('Oracle', 'overlap_at')
 

@@ -8,6 +8,7 @@ import durable_recall
 def test_all_is_pinned() -> None:
     assert sorted(durable_recall.__all__) == [
         'ConversationSearch',
+        'CorruptRunError',
         'CorruptSnapshotError',
         'DurableRecallDeprecationWarning',
         'DurableRecallError',

@@ -9,30 +9,37 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import (
+from .base import (
+    CorruptRunError,
     CorruptSnapshotError,
+    DurableRecallDeprecationWarning,
     DurableRecallError,
+    PersistBatch,
     RunIdConflictError,
+    RunRecord,
+    RunRegistration,
+    Segment,
+    Snapshot,
     SnapshotChainError,
+    SnapshotDelta,
+    SnapshotState,
     StoreConfigurationError,
     StoreUnavailableError,
     WorkflowCodeIOError,
 )
-from ._records import PersistBatch, RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
-from ._warnings import DurableRecallDeprecationWarning
 from .compaction import SlidingWindowCompaction
-from .history import HistorySource, RunHistory, SnapshotHistorySource
-from .persistence import StepPersistence
-from .search import ConversationSearch, SearchScope  # isort: split
-
+from .history import HistorySource, RunHistory
 from .index import update_index
-from .stores import InMemoryStepStore, StepStore
+from .persistence import StepPersistence
+from .search import ConversationSearch, SearchScope, SnapshotHistorySource
+from .stores import InMemoryStepStore, StepStore, open_store
 
 if TYPE_CHECKING:
-    from .stores import PostgresStepStore, SqliteStepStore, open_store
+    from .stores import PostgresStepStore, SqliteStepStore
 
 __all__ = (
     'ConversationSearch',
+    'CorruptRunError',
     'CorruptSnapshotError',
     'DurableRecallDeprecationWarning',
     'DurableRecallError',
@@ -62,7 +69,7 @@ __all__ = (
     'update_index',
 )
 
-_LAZY = {'SqliteStepStore', 'PostgresStepStore', 'open_store'}
+_LAZY = {'SqliteStepStore', 'PostgresStepStore'}
 
 
 def __getattr__(name: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore
-from durable_recall.stores._postgres_connect import TABLES
+from durable_recall.stores.postgres._connect import TABLES
 
 
 @dataclass

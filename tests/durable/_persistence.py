@@ -35,7 +35,7 @@ async def row_counts(store: StepStore, conversation_id: str) -> RowCounts:
     for run in runs:
         stored = await store.list_snapshots(run.run_id, include_interrupted=True)
         snapshots += len(stored)
-        from durable_recall._codec import dump_messages
+        from durable_recall.base._codec import dump_messages
 
         messages += len({body for snapshot in stored for body in dump_messages(snapshot.messages)})
     return RowCounts(runs=len(runs), snapshots=snapshots, messages=messages)

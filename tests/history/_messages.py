@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
 )
 
 from durable_recall.history import RecordBuilder, message_hash
-from durable_recall.search import HARNESS_LEGACY_SUMMARY_PREFIX, HARNESS_RECEIPT_TAG, HARNESS_SUMMARY_KEY
+from durable_recall.text import HARNESS_LEGACY_SUMMARY_PREFIX, HARNESS_RECEIPT_TAG, HARNESS_SUMMARY_KEY
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 _clock = itertools.count(1)

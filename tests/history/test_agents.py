@@ -28,7 +28,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import InMemoryStepStore, SlidingWindowCompaction, StepPersistence
-from durable_recall.history import SnapshotHistorySource, strip_artifacts
+from durable_recall.history import strip_artifacts
+from durable_recall.search import SnapshotHistorySource
 
 from ._messages import summary
 

@@ -27,7 +27,8 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, Tex
 
 from durable_recall import InMemoryStepStore
 from durable_recall.compaction import SlidingWindowCompaction
-from durable_recall.history import RecordBuilder, SnapshotHistorySource, strip_artifacts
+from durable_recall.history import RecordBuilder, strip_artifacts
+from durable_recall.search import SnapshotHistorySource
 from tests.stores._helpers import delta, registration
 
 from ._messages import (

@@ -21,7 +21,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from durable_recall import InMemoryStepStore
 from durable_recall.compaction import SlidingWindowCompaction, is_compaction_marker
-from durable_recall.history import FoldState, RecordBuilder, SnapshotHistorySource, strip_artifacts
+from durable_recall.history import FoldState, RecordBuilder, strip_artifacts
+from durable_recall.search import SnapshotHistorySource
 from tests.stores._helpers import delta, registration
 
 from ._messages import call, cleared, hashes, reply, restamped, summary, tool_return, user, with_delta

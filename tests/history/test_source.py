@@ -10,7 +10,8 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 
 from durable_recall import CorruptSnapshotError, InMemoryStepStore, RunRecord, Snapshot, SqliteStepStore
-from durable_recall.history import HistorySource, SnapshotHistorySource
+from durable_recall.history import HistorySource
+from durable_recall.search import SnapshotHistorySource
 from tests.stores._helpers import delta, registration
 
 from ._messages import hashes, reply, user

@@ -6,15 +6,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic_ai.tools import RunContext
 
 from durable_recall import PersistBatch, StepPersistence
-from durable_recall.persistence import _capability
 
 
 @pytest.fixture
 def in_workflow(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`StepPersistence` behaves as in workflow code: it batches its writes."""
-    monkeypatch.setattr(_capability, 'in_workflow_code', lambda: True)
+    """The run context says it is workflow code (as a durability capability would), so `StepPersistence` batches."""
+    monkeypatch.setattr(RunContext, 'in_durable_context', property(lambda self: True))
     yield
 
 

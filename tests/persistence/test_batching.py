@@ -14,7 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import InMemoryStepStore, PersistBatch, SnapshotDelta, StepPersistence
-from durable_recall._codec import dump_messages
+from durable_recall.base._codec import dump_messages
 from tests._scripted import read_file, scripted_model
 
 pytestmark = pytest.mark.anyio

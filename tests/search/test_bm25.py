@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_recall.search import Bm25Params, idf, rank, score_term, term_frequencies, tokenize
+from durable_recall.index import Bm25Params, idf, score_term
+from durable_recall.index._bm25 import rank, term_frequencies
+from durable_recall.text import tokenize
 
 
 def corpus(docs: Sequence[Sequence[str]]) -> tuple[list[dict[str, int]], list[int]]:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from durable_recall.search import _clip, clip, tokenize
-from durable_recall.search._tokenize import iter_tokens
+from durable_recall.text import _clip, clip, tokenize
+from durable_recall.text._tokenize import iter_tokens
 
 
 def filler(words: int) -> str:

@@ -1,39 +1,21 @@
-"""The package's public names, pinned: the index, the sources and the tool import these."""
+"""The search package's public names, pinned: the CLI and the top-level package import these."""
 
 from __future__ import annotations
 
 import durable_recall.search as search
+import durable_recall.text as text
 
 
 def test_all_is_pinned() -> None:
     assert sorted(search.__all__) == [
-        'Bm25Params',
         'ConversationSearch',
-        'DEFAULT_SKIP_TOOLS',
-        'ELLIPSIS',
-        'HARNESS_LEGACY_SUMMARY_PREFIX',
-        'HARNESS_RECEIPT_TAG',
-        'HARNESS_SUMMARY_KEY',
-        'NO_TEXT',
+        'Hit',
         'Order',
-        'SEARCH_TOOL_NAME',
-        'SHORT_LIMIT',
+        'Outcome',
         'SearchRequest',
         'SearchScope',
-        'TEXT_LIMIT',
-        'Token',
-        'clip',
-        'display_lines',
-        'idf',
-        'index_text',
-        'is_compaction_receipt',
-        'is_indexable',
-        'is_summary_artifact',
-        'iter_tokens',
-        'rank',
-        'score_term',
-        'term_frequencies',
-        'tokenize',
+        'Searcher',
+        'SnapshotHistorySource',
         'tool_description',
     ]
 
@@ -44,7 +26,7 @@ def test_every_name_resolves() -> None:
 
 
 def test_limits() -> None:
-    limits = (search.TEXT_LIMIT, search.SHORT_LIMIT)
-    skipped = search.DEFAULT_SKIP_TOOLS
+    limits = (text.TEXT_LIMIT, text.SHORT_LIMIT)
+    skipped = text.DEFAULT_SKIP_TOOLS
     assert limits == (500, 200)
     assert skipped == frozenset({'search_conversation_history'})

@@ -19,7 +19,7 @@ from benchmarks.histories import write_conversation
 
 from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource, update_index
 from durable_recall.history import RunHistory
-from durable_recall.index._indexer import Indexer
+from durable_recall.index._catch_up import Indexer
 from durable_recall.search import SearchRequest
 from durable_recall.stores import StepStore
 

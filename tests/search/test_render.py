@@ -12,23 +12,21 @@ from pydantic_ai import PydanticAIDeprecationWarning
 from pydantic_ai import messages as m
 
 from durable_recall.compaction import SlidingWindowCompaction
-from durable_recall.search import (
+from durable_recall.index import Bm25Params
+from durable_recall.index._bm25 import rank, term_frequencies
+from durable_recall.text import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
     HARNESS_RECEIPT_TAG,
     HARNESS_SUMMARY_KEY,
     NO_TEXT,
     SEARCH_TOOL_NAME,
-    Bm25Params,
     display_lines,
     index_text,
     is_compaction_receipt,
-    is_indexable,
     is_summary_artifact,
-    rank,
-    term_frequencies,
     tokenize,
 )
-from durable_recall.search._render import EARLIER_SEARCH
+from durable_recall.text._render import EARLIER_SEARCH, is_indexable
 
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR'
 UNITS = m.InstructionId(m.ToolsetInstructionSource('weather'), name='units')

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_recall.search import Token, iter_tokens, tokenize
-from durable_recall.search._tokenize import _mark_class
+from durable_recall.text import Token, iter_tokens, tokenize
+from durable_recall.text._tokenize import _mark_class
 
 
 class TestWords:

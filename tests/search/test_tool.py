@@ -12,7 +12,7 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from durable_recall._warnings import DurableRecallDeprecationWarning
+from durable_recall.base._warnings import DurableRecallDeprecationWarning
 from durable_recall.search import ConversationSearch, tool_description
 
 from ._stub import T0, StubSource, context, reply, request, user

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from durable_recall._codec import dump_messages
-from durable_recall._records import RunRegistration, Segment, SnapshotDelta, SnapshotState
+from durable_recall.base._codec import dump_messages
+from durable_recall.base._records import RunRegistration, Segment, SnapshotDelta, SnapshotState
 from durable_recall.stores import StepStore
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from durable_recall.stores import InMemoryStepStore
-from durable_recall.stores._memory import _Ref
+from durable_recall.stores.memory._store import _Ref
 from tests._services.stores import StoreKit
 
 EntryKind = Literal['text', 'compressed', 'ref']

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from durable_recall import _codec, _errors
-from durable_recall._codec import MessageDecodeError, decode_body, dump_messages, encode_body, load_messages
-from durable_recall._records import SnapshotDelta
+from durable_recall.base import _codec, _errors
+from durable_recall.base._codec import MessageDecodeError, decode_body, dump_messages, encode_body, load_messages
+from durable_recall.base._records import SnapshotDelta
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import (
     POSTGRES_META,
@@ -21,7 +21,7 @@ from durable_recall.stores._migrations import (
     SQLITE_META,
     SQLITE_MIGRATIONS,
 )
-from durable_recall.stores._postgres_connect import TABLES
+from durable_recall.stores.postgres._connect import TABLES
 from tests._services.stores import StoreKit
 
 from ._all_parts import every_part_conversation

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from durable_recall import _errors
-from durable_recall._records import SnapshotDelta
+from durable_recall.base import _errors
+from durable_recall.base._records import SnapshotDelta
 from tests._services.stores import StoreKit
 
 from ._helpers import messages, registration, save_history

@@ -11,8 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
-from durable_recall import _errors, update_index
-from durable_recall._codec import dump_messages
+from durable_recall import update_index
+from durable_recall.base import _errors
+from durable_recall.base._codec import dump_messages
+from durable_recall.base._time import format_timestamp
 from durable_recall.index import IndexStorage, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from durable_recall.index._chunks import SEAL_AT, SEALED_MAX, decode_chunk
 from durable_recall.index._layout import encode_floats, encode_ints, encode_roles
@@ -25,7 +27,6 @@ from durable_recall.stores._migrations import (
     SQLITE_META,
     SQLITE_MIGRATIONS,
 )
-from durable_recall.stores._rows import format_timestamp
 from tests._services.stores import StoreKit
 
 from ._helpers import delta, messages, registration, save_history

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from durable_recall import _errors
-from durable_recall._codec import dump_messages
-from durable_recall._records import Segment, SnapshotDelta
+from durable_recall.base import _errors
+from durable_recall.base._codec import dump_messages
+from durable_recall.base._records import Segment, SnapshotDelta
 from tests._services.stores import StoreKit
 
 from ._helpers import delta, messages, registration, save_history

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from durable_recall._records import SnapshotState
+from durable_recall.base._records import SnapshotState
 from durable_recall.stores import StepStore
 
 from ._helpers import delta, messages, registration

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import messages as m
 
-from durable_recall._codec import dump_messages, load_messages
-from durable_recall._records import SnapshotDelta
+from durable_recall.base._codec import dump_messages, load_messages
+from durable_recall.base._records import SnapshotDelta
 from durable_recall.stores import StepStore
 
 from ._all_parts import (

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
-from durable_recall import _errors
+from durable_recall.base import _errors
 from durable_recall.stores import StepStore
 from tests._services.stores import StoreKit
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from durable_recall import _errors
-from durable_recall._codec import dump_messages
-from durable_recall._records import Segment, SnapshotDelta, SnapshotState
+from durable_recall.base import _errors
+from durable_recall.base._codec import dump_messages
+from durable_recall.base._records import Segment, SnapshotDelta, SnapshotState
 from durable_recall.stores import StepStore
 from tests._services.stores import StoreKit
 

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from pydantic_ai.messages import UserPromptPart
 
-from durable_recall import _errors
+from durable_recall.base import _errors
 from durable_recall.stores import SqliteStepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 

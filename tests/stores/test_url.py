@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_recall import _errors
+from durable_recall.base import _errors
 from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, open_store
 
 pytestmark = pytest.mark.anyio

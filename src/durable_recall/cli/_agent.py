@@ -9,9 +9,8 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model
 
 from ..compaction import SlidingWindowCompaction
-from ..history import SnapshotHistorySource
 from ..persistence import StepPersistence
-from ..search import ConversationSearch
+from ..search import ConversationSearch, SnapshotHistorySource
 from ..stores import StepStore
 from ._script import AGENT_NAME, INSTRUCTIONS, WINDOW, check_export_job
 

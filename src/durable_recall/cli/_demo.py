@@ -20,8 +20,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, ToolCallP
 from pydantic_ai.models import Model, infer_model
 
 from ..compaction import compaction_marker_count, is_marker_part
-from ..search import SEARCH_TOOL_NAME
 from ..stores import SqliteStepStore, StepStore
+from ..text import SEARCH_TOOL_NAME
 from ._agent import build_agent
 from ._engines import ENGINES, EngineName, start_engine
 from ._errors import CliError, one_line

@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import TextIO
 
-from ..index._indexer import Indexer
+from ..index import Indexer
 from ._output import write_json
 from ._store import OpenedStore
 

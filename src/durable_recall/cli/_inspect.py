@@ -16,10 +16,8 @@ from typing import Any, TextIO
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._errors import CorruptSnapshotError
-from .._records import RunRecord
-from ..search import display_lines
-from ..search._corpus import message_role
+from ..base import CorruptSnapshotError, RunRecord
+from ..text import display_lines, message_role
 from ._errors import CliError
 from ._output import Progress, field_lines, human_time, iso_time, table, terminal_width, write_json
 from ._reading import RunSummary, read_run, require_run

@@ -18,7 +18,7 @@ from typing import Any, NoReturn, TextIO
 
 from pydantic_ai.exceptions import UserError
 
-from .._errors import DurableRecallError
+from ..base import DurableRecallError
 from ._demo import add_demo_parser, run_demo
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError, one_line
 from ._index import index_store

@@ -13,9 +13,8 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from ..search import display_lines
-from ..search._corpus import Hit, message_role, message_time
-from ..search._searcher import Outcome
+from ..search import Hit, Outcome
+from ..text import display_lines, message_role, message_time
 from ._output import iso_time
 
 __all__ = ('match_records',)
@@ -35,7 +34,7 @@ def _match_json(hit: Hit, terms: list[str], rarity: Mapping[str, float], skip_to
         'position': hit.position,
         'score': round(hit.score, 4),
         'role': message_role(message),
-        'timestamp': iso_time(message_time(message, run)),
+        'timestamp': iso_time(message_time(message, run.started_at)),
         'lines': display_lines(message, terms, rarity=rarity, skip_tools=skip_tools),
         'message': ModelMessagesTypeAdapter.dump_python([message], mode='json')[0],
     }

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic_ai.messages import ModelMessage
 
-from .._records import RunRecord, SnapshotState
+from ..base import RunRecord, SnapshotState
 from ..history import RecordBuilder
 from ..stores import StepStore
 from ._errors import CliError

@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ..search import SEARCH_TOOL_NAME
+from ..text import SEARCH_TOOL_NAME
 
 __all__ = (
     'AGENT_NAME',

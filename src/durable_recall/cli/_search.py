@@ -12,10 +12,11 @@ import argparse
 from datetime import datetime
 from typing import Any, TextIO
 
-from .._records import RunRecord
-from ..history import HistorySource, RunHistory, SnapshotHistorySource
-from ..search import SEARCH_TOOL_NAME, Bm25Params, SearchRequest, SearchScope
-from ..search._searcher import Searcher
+from ..base import RunRecord
+from ..history import HistorySource, RunHistory
+from ..index import Bm25Params
+from ..search import Searcher, SearchRequest, SearchScope, SnapshotHistorySource
+from ..text import SEARCH_TOOL_NAME
 from ._errors import CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import pathname2url
 
-from ..stores import SqliteStepStore, StepStore
-from ..stores._postgres_connect import redact_url
+from ..stores import SqliteStepStore, StepStore, redact_url
 from ._errors import CliError, one_line
 
 __all__ = ('OpenedStore', 'open_for_reading')

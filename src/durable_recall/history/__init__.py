@@ -1,20 +1,20 @@
-"""History: the store -> history record step of the data path (what search reads)."""
+"""History layer: message hashes and the exact record rebuild (snapshots -> one run's record).
+
+`HistorySource` is the seam search reads records through; the store-backed one,
+`SnapshotHistorySource`, lives with search, above the stores.
+"""
 
 from __future__ import annotations
 
-# The protocol first: the search package imports it back while `_rebuild` loads the artifact checks.
-from ._source import HistorySource, RunHistory  # isort: split
-
 from ._hash import message_hash, message_hashes
 from ._rebuild import FoldState, RecordBuilder, strip_artifacts
-from ._snapshot_source import SnapshotHistorySource
+from ._source import HistorySource, RunHistory
 
 __all__ = (
     'FoldState',
     'HistorySource',
     'RecordBuilder',
     'RunHistory',
-    'SnapshotHistorySource',
     'message_hash',
     'message_hashes',
     'strip_artifacts',

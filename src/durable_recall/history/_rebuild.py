@@ -61,12 +61,13 @@ from difflib import SequenceMatcher
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from ..compaction._artifacts import is_compaction_receipt, is_summary_artifact
-from ..compaction._sliding_window import (
+from ..text import (
     compaction_marker_count,
     has_compaction_marker,
     is_compaction_marker,
+    is_compaction_receipt,
     is_marker_part,
+    is_summary_artifact,
 )
 from ._hash import RECORD_PART_KINDS, canonical_form, message_hash
 

@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic_ai.messages import ModelMessage
 
-from .._records import RunRecord
+from ..base import RunRecord
 
 __all__ = ('HistorySource', 'RunHistory')
 

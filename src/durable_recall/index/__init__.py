@@ -1,32 +1,52 @@
-"""The persistent, incremental search index kept beside the snapshots.
+"""Index layer: the persistent search index kept beside the snapshots, written once for every store.
 
-`update_index` is imported lazily: the stores import this package's storage types, and the
-indexer imports the history and search packages, which import the stores.
+* `_chunks`, `_layout`: how postings and per-run arrays are packed into bytes;
+* `_storage`: the port a store implements (`IndexStorage`: reads, and commits of catch-ups);
+* `_reader`: what catch-up reads from a store (`SnapshotReader`);
+* `_catch_up`: folding new snapshots and turning what changed into commits (`Indexer`,
+  `update_index`);
+* `_bm25`, `_scoring`: BM25 top-k from postings.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ._storage import IndexedRunRow, IndexStorage, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
-
-if TYPE_CHECKING:
-    from ._indexer import update_index
+from ._bm25 import Bm25Params, idf, score_term
+from ._catch_up import Indexer, record_text_terms, update_index
+from ._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, merged, seal_tail, without_run
+from ._layout import ROLE_NAMES, decode_floats, decode_ints
+from ._reader import SnapshotReader
+from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
+from ._storage import IndexedRunRow, IndexStorage, Posting, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 
 __all__ = (
+    'OPEN',
+    'ROLE_NAMES',
+    'SEAL_BYTES',
+    'Bm25Params',
     'IndexStorage',
     'IndexedRunRow',
+    'Indexer',
+    'Match',
+    'Posting',
+    'Postings',
     'PostingsRow',
     'RunCommit',
     'ScopeStatus',
+    'SnapshotReader',
     'StaleIndexError',
+    'appended_postings',
+    'decode_chunk',
+    'decode_floats',
+    'decode_ints',
+    'idf',
+    'merged',
+    'record_text_terms',
+    'run_matches',
+    'scope_matches',
+    'score_term',
+    'seal_tail',
+    'term_order',
+    'top_scores',
     'update_index',
+    'without_run',
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name == 'update_index':
-        from ._indexer import update_index
-
-        return update_index
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

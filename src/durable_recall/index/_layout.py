@@ -11,13 +11,14 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
+from ..text import ROLES, Role
+
 __all__ = (
     'INDEX_VERSION',
     'ROLE_CODES',
     'ROLE_NAMES',
     'decode_floats',
     'decode_ints',
-    'decode_roles',
     'encode_floats',
     'encode_ints',
     'encode_roles',
@@ -28,10 +29,10 @@ INDEX_VERSION = 2
 schema migration that empties the index tables and marks every run pending, so the next searches
 rebuild the index by catching up."""
 
-ROLE_NAMES: tuple[str, ...] = ('user', 'assistant', 'tool', 'system')
-"""Role by code."""
+ROLE_NAMES: tuple[Role, ...] = ROLES
+"""Role by code (compatibility data: stored role bytes are indexes into it)."""
 
-ROLE_CODES: dict[str, int] = {name: code for code, name in enumerate(ROLE_NAMES)}
+ROLE_CODES: dict[Role, int] = {name: code for code, name in enumerate(ROLE_NAMES)}
 """Code by role."""
 
 _SWAP = sys.byteorder != 'little'
@@ -70,11 +71,6 @@ def decode_floats(data: bytes) -> array[float]:
     return _unpack(array('d'), data)
 
 
-def encode_roles(roles: Iterable[str]) -> bytes:
+def encode_roles(roles: Iterable[Role]) -> bytes:
     """One byte per role."""
     return bytes(ROLE_CODES[role] for role in roles)
-
-
-def decode_roles(data: bytes) -> list[str]:
-    """The roles `encode_roles` packed."""
-    return [ROLE_NAMES[code] for code in data]

@@ -14,11 +14,10 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 
-from .._codec import dump_messages
-from .._records import PersistBatch, RunRegistration, SnapshotDelta
-from ..stores._protocol import StepStore
+from ..base import PersistBatch, RunRegistration, SnapshotDelta, dump_messages
+from ..stores import StepStore
 from ._delta import diff_history, is_identity
-from ._guard import in_workflow_code, refuse_workflow_code
+from ._guard import refuse_workflow_code
 from ._settled import snapshot_state
 
 __all__ = ('SEARCH_TOOL_NAME', 'StepPersistence')
@@ -154,7 +153,7 @@ class StepPersistence(AbstractCapability[Any]):
             metadata=dict(self.metadata),
             token=ctx.run_id or self._store_run_id,
         )
-        if not in_workflow_code():
+        if not ctx.in_durable_context:
             await self._flush(ctx)
 
     async def before_model_request(
@@ -219,7 +218,7 @@ class StepPersistence(AbstractCapability[Any]):
             self._pending.append(delta)
             self._pending_bytes += sum(len(body) for body in delta.messages)
         batch_full = len(self._pending) >= self.max_batch_steps or self._pending_bytes >= self.max_batch_bytes
-        if flush or batch_full or not in_workflow_code():
+        if flush or batch_full or not ctx.in_durable_context:
             await self._flush(ctx)
 
     async def _flush(self, ctx: RunContext[Any]) -> None:

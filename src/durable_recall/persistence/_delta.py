@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage
 
-from .._records import Segment
+from ..base import Segment
 
 __all__ = ('HistoryDiff', 'diff_history', 'is_identity')
 

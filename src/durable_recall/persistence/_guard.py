@@ -1,7 +1,9 @@
-"""Refusing store I/O in workflow code.
+"""Refusing store I/O in workflow code under the deprecated engine wrappers.
 
-A store write that runs inline in a Temporal workflow or a DBOS workflow function (which is what
-the deprecated `TemporalAgent` / `DBOSAgent` wrappers do with capability operations) breaks
+Whether to batch is asked of pydantic-ai (`RunContext.in_durable_context`, which covers every
+durability capability). This is the one engine-specific check left: a store write that runs inline
+in a Temporal workflow or a DBOS workflow function (which is what the deprecated `TemporalAgent` /
+`DBOSAgent` wrappers do with capability operations, with no durability capability to ask) breaks
 determinism, and with a blocking store it can wedge the workflow task for ever. The engines are
 only consulted when they are already imported, so the core stays free of them.
 """
@@ -10,9 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from .._errors import WorkflowCodeIOError
+from ..base import WorkflowCodeIOError
 
-__all__ = ('in_workflow_code', 'refuse_workflow_code')
+__all__ = ('refuse_workflow_code',)
 
 
 def refuse_workflow_code(operation: str) -> None:
@@ -31,11 +33,6 @@ def refuse_workflow_code(operation: str) -> None:
         f'break replay. Add the `{capability}` capability to the agent (instead of the deprecated '
         f'`{engine}Agent` wrapper) so persistence runs as a durable {"activity" if engine == "Temporal" else "step"}.'
     )
-
-
-def in_workflow_code() -> bool:
-    """Whether this is Temporal or DBOS workflow code, where writes go through durable operations."""
-    return _workflow_engine() is not None
 
 
 def _workflow_engine() -> str | None:

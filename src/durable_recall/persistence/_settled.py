@@ -4,24 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic_ai.messages import ModelMessage, ModelRequestPart, ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
-from .._records import SnapshotState
+from ..base import SnapshotState
+from ..text import answered_call_id
 
-__all__ = ('answered_call_id', 'snapshot_state')
-
-
-def answered_call_id(part: ModelRequestPart) -> str | None:
-    """The tool call a request part answers, or `None` when it answers none.
-
-    A `ToolReturnPart` answers its call; so does a legacy `RetryPromptPart` that names a tool
-    (read by kind, since the class is deprecated but still found in stored histories).
-    """
-    if part.part_kind == 'tool-return':
-        return part.tool_call_id
-    if part.part_kind == 'retry-prompt' and part.tool_name is not None:
-        return part.tool_call_id
-    return None
+__all__ = ('snapshot_state',)
 
 
 def snapshot_state(messages: Sequence[ModelMessage]) -> SnapshotState:

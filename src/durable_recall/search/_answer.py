@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from ..text import display_lines
 from ._corpus import Hit
-from ._render import display_lines
 
 __all__ = (
     'empty_conversation',

@@ -13,10 +13,10 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from .._warnings import DurableRecallDeprecationWarning
+from ..base import DurableRecallDeprecationWarning
 from ..history import HistorySource
-from ._bm25 import Bm25Params
-from ._render import SEARCH_TOOL_NAME
+from ..index import Bm25Params
+from ..text import SEARCH_TOOL_NAME
 from ._searcher import Searcher, SearchRequest, SearchScope
 from ._toolset import build_toolset
 

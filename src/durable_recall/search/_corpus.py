@@ -12,21 +12,15 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, TypeAlias
 
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage
 
-from .._records import RunRecord
+from ..base import RunRecord
 from ..history import RunHistory
-from ._bm25 import Bm25Params, idf, score_term
-from ._render import index_text
-from ._scoring import term_order
-from ._tokenize import tokenize
+from ..index import Bm25Params, idf, score_term, term_order
+from ..text import Role, index_text, message_role, message_time, tokenize
 
-__all__ = ('Hit', 'IndexedRun', 'Role', 'Section', 'build_sections', 'message_role', 'rank_sections')
-
-Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system']
-"""Who a message is from, for the tool's `roles` filter."""
+__all__ = ('Filters', 'Hit', 'IndexedRun', 'Section', 'build_sections', 'rank_sections')
 
 
 @dataclass(frozen=True)
@@ -128,23 +122,6 @@ class Hit:
     score: float
 
 
-def message_role(message: ModelMessage) -> Role:
-    """The role a message counts as for filtering: a request with tool returns is `tool`."""
-    if isinstance(message, ModelResponse):
-        return 'assistant'
-    kinds = {part.part_kind for part in message.parts}
-    if kinds & {'tool-return', 'retry-prompt'}:
-        return 'tool'
-    if kinds and kinds <= {'system-prompt', 'instruction-delta', 'instruction-baseline'}:
-        return 'system'
-    return 'user'
-
-
-def message_time(message: ModelMessage, run: RunRecord) -> datetime:
-    """When a message was created (its own timestamp, else the run's start)."""
-    return message.timestamp or run.started_at
-
-
 @dataclass(frozen=True)
 class Filters:
     """What the model may narrow a search by."""
@@ -159,7 +136,7 @@ class Filters:
             return False
         if self.since is None and self.until is None:
             return True
-        moment = message_time(message, run)
+        moment = message_time(message, run.started_at)
         if self.since is not None and moment < self.since:
             return False
         return not (self.until is not None and moment > self.until)

@@ -23,17 +23,27 @@ from typing import overload
 
 from pydantic_ai.messages import ModelMessage
 
-from .._errors import CorruptSnapshotError
-from .._records import RunRecord
+from ..base import CorruptSnapshotError, RunRecord
 from ..history import strip_artifacts
-from ..index._chunks import decode_chunk, merged
-from ..index._indexer import Indexer, record_text_terms
-from ..index._layout import ROLE_NAMES, decode_floats, decode_ints
-from ..index._storage import IndexedRunRow
-from ..stores._protocol import StepStore
-from ._bm25 import Bm25Params, idf
+from ..index import (
+    ROLE_NAMES,
+    Bm25Params,
+    IndexedRunRow,
+    Indexer,
+    Match,
+    Postings,
+    decode_chunk,
+    decode_floats,
+    decode_ints,
+    idf,
+    merged,
+    record_text_terms,
+    run_matches,
+    scope_matches,
+    top_scores,
+)
+from ..stores import StepStore
 from ._corpus import Filters, Hit, IndexedRun, Section
-from ._scoring import Match, Postings, run_matches, scope_matches, top_scores
 
 __all__ = ('IndexedCorpus', 'Ranked')
 

@@ -18,13 +18,14 @@ from typing import Literal, TypeAlias, cast
 
 import anyio
 
-from .._errors import CorruptSnapshotError
-from ..history import HistorySource, SnapshotHistorySource
+from ..base import CorruptSnapshotError
+from ..history import HistorySource
+from ..index import Bm25Params
+from ..text import Role, message_time, tokenize
 from . import _answer
-from ._bm25 import Bm25Params
-from ._corpus import Filters, Hit, IndexedRun, Role, Section, build_sections, message_time, rank_sections
+from ._corpus import Filters, Hit, IndexedRun, Section, build_sections, rank_sections
 from ._indexed import IndexedCorpus
-from ._tokenize import tokenize
+from ._snapshot_source import SnapshotHistorySource
 
 __all__ = ('Order', 'Outcome', 'SearchRequest', 'SearchScope', 'Searcher')
 
@@ -330,7 +331,7 @@ def _order(hits: list[Hit], order: Order) -> list[Hit]:
         return hits
 
     def moment(hit: Hit) -> datetime:
-        return message_time(hit.section.indexed.messages[hit.position], hit.section.indexed.run)
+        return message_time(hit.section.indexed.messages[hit.position], hit.section.indexed.run.started_at)
 
     return sorted(hits, key=moment, reverse=order == 'newest')
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ._render import SEARCH_TOOL_NAME
+from ..text import SEARCH_TOOL_NAME
 from ._searcher import SearchRequest, SearchScope
 
 if TYPE_CHECKING:

@@ -1,36 +1,41 @@
-"""Stores: where run records and step snapshots live.
+"""Stores layer: where run records and step snapshots live, each store with its half of the index.
 
-`InMemoryStepStore` for tests, `SqliteStepStore` as the embedded default, `PostgresStepStore`
-for many workers on many hosts. All share one layout (a per-run message log plus per-snapshot
-log ranges) and one behaviour suite.
+`memory/` for tests, `sqlite/` as the embedded default, `postgres/` for many workers on many
+hosts. All share one layout (a per-run message log plus per-snapshot log ranges) and one behaviour
+suite. The SQL stores load on first use, so importing this package (which Temporal's sandbox does
+for every workflow run) loads no driver.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._memory import InMemoryStepStore
 from ._protocol import StepStore
+from ._url import open_store, redact_url
+from .memory import InMemoryStepStore, MemoryIndex
 
 if TYPE_CHECKING:
-    from ._postgres import PostgresStepStore
-    from ._sqlite import SqliteStepStore
-    from ._url import open_store
+    from .postgres import PostgresStepStore
+    from .sqlite import SqliteStepStore
 
-__all__ = ('InMemoryStepStore', 'PostgresStepStore', 'SqliteStepStore', 'StepStore', 'open_store')
+__all__ = (
+    'InMemoryStepStore',
+    'MemoryIndex',
+    'PostgresStepStore',
+    'SqliteStepStore',
+    'StepStore',
+    'open_store',
+    'redact_url',
+)
 
 
 def __getattr__(name: str) -> Any:
     if name == 'SqliteStepStore':
-        from ._sqlite import SqliteStepStore
+        from .sqlite import SqliteStepStore
 
         return SqliteStepStore
     if name == 'PostgresStepStore':
-        from ._postgres import PostgresStepStore
+        from .postgres import PostgresStepStore
 
         return PostgresStepStore
-    if name == 'open_store':
-        from ._url import open_store
-
-        return open_store
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

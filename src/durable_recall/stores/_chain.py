@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._errors import SnapshotChainError
-from .._records import SnapshotDelta
+from ..base import SnapshotChainError, SnapshotDelta
 
 __all__ = (
     'Inherited',

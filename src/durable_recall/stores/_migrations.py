@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import LiteralString
 
-from .._errors import StoreConfigurationError
+from ..base import StoreConfigurationError
 
 __all__ = (
     'POSTGRES_META',

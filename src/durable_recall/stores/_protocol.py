@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from pydantic_ai.messages import ModelMessage
-
-from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
-from ..index._storage import IndexStorage
+from ..base import RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ..index import SnapshotReader
 
 __all__ = ('StepStore',)
 
 
 @runtime_checkable
-class StepStore(Protocol):
+class StepStore(SnapshotReader, Protocol):
     """A durable home for run records and step snapshots.
 
     Every write is idempotent: registering the same run with the same token, or saving a delta
@@ -28,14 +26,6 @@ class StepStore(Protocol):
         Raises:
             RunIdConflictError: The run id is registered with a different token.
         """
-        ...
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The run's record, or `None` if it was never registered."""
-        ...
-
-    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
-        """Several runs' records in one read (run ids never registered are left out)."""
         ...
 
     async def list_runs(
@@ -75,51 +65,12 @@ class StepStore(Protocol):
         """
         ...
 
-    async def list_snapshots(
-        self, run_id: str, *, include_interrupted: bool = False, after: int = -1
-    ) -> list[Snapshot]:
-        """A run's snapshots in the order they were saved.
-
-        Args:
-            run_id: The store run id.
-            include_interrupted: Also list snapshots with an open tool call.
-            after: Only snapshots whose index is greater (a reader's watermark), so a reader that
-                has folded in snapshots up to `after` reads only what was saved since.
-
-        Raises:
-            CorruptSnapshotError: A row cannot be decoded; it is reported, never skipped.
-        """
-        ...
-
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         """The newest snapshot of a run, or `None`."""
         ...
 
-    async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
-        """Messages of a run's log by log number (`Snapshot.seqs`); numbers not stored are left out.
-
-        Raises:
-            CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).
-        """
-        ...
-
-    async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
-        """`read_messages` for several runs in one read: run id -> log number -> message.
-
-        What a search answer shows comes from a handful of runs; reading them together saves a
-        round trip (and a worker-thread hop) per run. Runs with nothing stored are left out.
-
-        Raises:
-            CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).
-        """
-        ...
-
     async def delete_conversation(self, conversation_id: str) -> int:
         """Delete every run of a conversation with its snapshots, messages and index; returns the run count."""
-        ...
-
-    def index_storage(self) -> IndexStorage:
-        """The store's half of the persistent search index (same database, same connection)."""
         ...
 
     async def aclose(self) -> None:

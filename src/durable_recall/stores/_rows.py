@@ -22,10 +22,22 @@ from typing import Any, TypeGuard, cast
 
 from pydantic_ai.messages import ModelMessage
 
-from .._codec import MessageDecodeError, StoredBody, decode_body, encode_body, load_messages
-from .._errors import CorruptSnapshotError, DurableRecallError, SnapshotChainError
-from .._records import RunRecord, Snapshot, SnapshotDelta, SnapshotState
-from ..index._storage import IndexedRunRow
+from ..base import (
+    CorruptRunError,
+    CorruptSnapshotError,
+    MessageDecodeError,
+    RunRecord,
+    Snapshot,
+    SnapshotChainError,
+    SnapshotDelta,
+    SnapshotState,
+    StoredBody,
+    decode_body,
+    encode_body,
+    load_messages,
+    parse_timestamp,
+)
+from ..index import IndexedRunRow
 from ._chain import Inherited, LogRange, plan_delta, ranges_size, snapshot_seqs
 
 __all__ = (
@@ -46,11 +58,9 @@ __all__ = (
     'encode_deltas',
     'encode_metadata',
     'encode_ranges',
-    'format_timestamp',
     'gather_bodies',
     'indexed_run',
     'log_span',
-    'parse_timestamp',
     'run_record',
     'unregistered_run',
 )
@@ -87,23 +97,6 @@ class SnapshotRow:
         silently dropping the snapshot.
         """
         return include_interrupted or self.state != 'interrupted'
-
-
-def format_timestamp(moment: datetime) -> str:
-    """Fixed-width ISO-8601 UTC text, so that sorting the text sorts by time."""
-    return moment.astimezone(UTC).isoformat(timespec='microseconds')
-
-
-def parse_timestamp(text: str) -> datetime:
-    """Read text written by `format_timestamp` back into an aware UTC datetime.
-
-    Raises:
-        ValueError: The text is not an ISO-8601 timestamp with a UTC offset.
-    """
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError(f'timestamp {text!r} has no UTC offset')
-    return moment.astimezone(UTC)
 
 
 def encode_metadata(metadata: Mapping[str, str]) -> str:
@@ -559,5 +552,5 @@ def _is_range(item: Any) -> TypeGuard[Sequence[int]]:
     )
 
 
-def _corrupt_run(run_id: str, reason: str) -> DurableRecallError:
-    return DurableRecallError(f'the record of run {run_id!r} is corrupt: {reason}')
+def _corrupt_run(run_id: str, reason: str) -> CorruptRunError:
+    return CorruptRunError(run_id, reason)

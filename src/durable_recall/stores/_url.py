@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from .._errors import StoreConfigurationError
-from ._memory import InMemoryStepStore
-from ._protocol import StepStore
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ('open_store',)
+from ..base import StoreConfigurationError
+from ._protocol import StepStore
+from .memory import InMemoryStepStore
+
+__all__ = ('open_store', 'redact_url')
 
 _SQLITE_SUFFIXES = ('.db', '.sqlite', '.sqlite3')
 _SUPPORTED = (
@@ -49,13 +51,30 @@ def open_store(url: str) -> StepStore:
             )
         return _sqlite(rest[1:])
     if scheme in ('postgresql', 'postgres'):
-        from ._postgres import PostgresStepStore
+        from .postgres import PostgresStepStore
 
         return PostgresStepStore(text)
     raise StoreConfigurationError(f'store URL scheme {scheme!r} is not supported. Supported: {_SUPPORTED}.')
 
 
 def _sqlite(path: str) -> StepStore:
-    from ._sqlite import SqliteStepStore
+    from .sqlite import SqliteStepStore
 
     return SqliteStepStore(path)
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by `***`, fit for error messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return '<malformed URL>'
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, hosts = netloc.rpartition('@')
+        netloc = f'{userinfo.partition(":")[0]}:***@{hosts}'
+    query = parts.query
+    if 'password' in query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(key, '***' if key == 'password' else value) for key, value in pairs], safe='*')
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -49,9 +49,9 @@ from pydantic_ai.messages import (
     is_multi_modal_content,
 )
 
-from ..compaction import is_compaction_marker, is_marker_part
-from ..compaction._artifacts import is_compaction_receipt, is_summary_artifact
+from ._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
+from ._markers import is_compaction_marker, is_marker_part
 
 __all__ = (
     'DEFAULT_SKIP_TOOLS',

@@ -13,19 +13,20 @@ from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, LiteralString, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import anyio
 
-from .._errors import StoreConfigurationError, StoreUnavailableError
-from ._migrations import POSTGRES_META, POSTGRES_MIGRATIONS, SCHEMA_VERSION, check_version
+from ...base import StoreConfigurationError, StoreUnavailableError
+from .._migrations import POSTGRES_META, POSTGRES_MIGRATIONS, SCHEMA_VERSION, check_version
+from .._url import redact_url
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor, sql
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ('TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector', 'redact_url')
+__all__ = ('TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector')
 
 TABLES: tuple[str, ...] = (
     'meta',
@@ -263,23 +264,6 @@ class PostgresConnector:
             'connection was refused or dropped. Check that the server is running and reachable and that the '
             "URL's host, port, database and credentials are right; the operation is safe to retry."
         )
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by `***`, fit for error messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return '<malformed URL>'
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, hosts = netloc.rpartition('@')
-        netloc = f'{userinfo.partition(":")[0]}:***@{hosts}'
-    query = parts.query
-    if 'password' in query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(key, '***' if key == 'password' else value) for key, value in pairs], safe='*')
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _check_url(url: str) -> None:

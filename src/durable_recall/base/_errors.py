@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic_ai.exceptions import UserError
 
 __all__ = (
+    'CorruptRunError',
     'CorruptSnapshotError',
     'DurableRecallError',
     'RunIdConflictError',
@@ -66,6 +67,19 @@ class CorruptSnapshotError(DurableRecallError):
         super().__init__(f'snapshot {index} of run {run_id!r} is corrupt: {reason}')
         self.run_id = run_id
         self.index = index
+        self.reason = reason
+
+
+class CorruptRunError(DurableRecallError):
+    """A stored run row (its start time or metadata) cannot be decoded.
+
+    Raised instead of reading the run back with made-up values; a search names the run in its
+    answer, as it names a corrupt snapshot, and goes on with the rest of the scope.
+    """
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f'the record of run {run_id!r} is corrupt: {reason}')
+        self.run_id = run_id
         self.reason = reason
 
 

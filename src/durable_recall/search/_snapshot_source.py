@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .._records import RunRecord
-from ..stores._protocol import StepStore
-from ._rebuild import RecordBuilder
-from ._source import RunHistory
+from ..base import RunRecord
+from ..history import RecordBuilder, RunHistory
+from ..stores import StepStore
 
 __all__ = ('SnapshotHistorySource',)
 

@@ -9,12 +9,21 @@ from datetime import UTC, datetime
 import anyio
 from pydantic_ai.messages import ModelMessage
 
-from .._codec import MessageDecodeError, load_messages
-from .._errors import CorruptSnapshotError, RunIdConflictError, SnapshotChainError
-from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta, SnapshotState
-from ._chain import Inherited, LogRange, plan_delta, snapshot_seqs
-from ._memory_index import MemoryIndex
-from ._rows import format_timestamp
+from ...base import (
+    CorruptSnapshotError,
+    MessageDecodeError,
+    RunIdConflictError,
+    RunRecord,
+    RunRegistration,
+    Snapshot,
+    SnapshotChainError,
+    SnapshotDelta,
+    SnapshotState,
+    format_timestamp,
+    load_messages,
+)
+from .._chain import Inherited, LogRange, plan_delta, snapshot_seqs
+from ._index import MemoryIndex
 
 __all__ = ('InMemoryStepStore',)
 

@@ -17,10 +17,19 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from ..index._chunks import SEAL_BYTES, appended_postings, seal_tail, without_run
-from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
-from ._postgres_connect import PostgresConnector
-from ._rows import indexed_run
+from ...index import (
+    SEAL_BYTES,
+    IndexedRunRow,
+    PostingsRow,
+    RunCommit,
+    ScopeStatus,
+    StaleIndexError,
+    appended_postings,
+    seal_tail,
+    without_run,
+)
+from .._rows import indexed_run
+from ._connect import PostgresConnector
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor

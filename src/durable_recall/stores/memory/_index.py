@@ -10,8 +10,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..index._chunks import OPEN, SEAL_BYTES, appended_postings, seal_tail, without_run
-from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
+from ...index import (
+    OPEN,
+    SEAL_BYTES,
+    IndexedRunRow,
+    PostingsRow,
+    RunCommit,
+    ScopeStatus,
+    StaleIndexError,
+    appended_postings,
+    seal_tail,
+    without_run,
+)
 
 __all__ = ('MemoryIndex',)
 

@@ -17,9 +17,18 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Protocol, TypeVar
 
-from ..index._chunks import SEAL_BYTES, appended_postings, seal_tail, without_run
-from ..index._storage import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
-from ._rows import indexed_run
+from ...index import (
+    SEAL_BYTES,
+    IndexedRunRow,
+    PostingsRow,
+    RunCommit,
+    ScopeStatus,
+    StaleIndexError,
+    appended_postings,
+    seal_tail,
+    without_run,
+)
+from .._rows import indexed_run
 
 __all__ = ('SqliteIndex', 'SqliteRunner', 'forget_conversation', 'mark_pending', 'transaction')
 

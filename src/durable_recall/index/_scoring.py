@@ -12,8 +12,8 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
-from ..index._chunks import Chunk
 from ._bm25 import Bm25Params
+from ._chunks import Chunk
 
 __all__ = (
     'Postings',

@@ -15,16 +15,12 @@ from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage
 
-from .._errors import CorruptSnapshotError
-from .._records import RunRecord
+from ..base import CorruptSnapshotError, RunRecord, format_timestamp
 from ..history import FoldState, RecordBuilder
-from ..search._corpus import message_role
-from ..search._render import index_text
-from ..search._tokenize import tokenize
-from ..stores._protocol import StepStore
-from ..stores._rows import format_timestamp
+from ..text import index_text, message_role, tokenize
 from ._chunks import decode_chunk, run_postings
 from ._layout import decode_floats, decode_ints, encode_floats, encode_ints, encode_roles
+from ._reader import SnapshotReader
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
 
 __all__ = ('Indexer', 'hash_key', 'record_text_terms', 'update_index')
@@ -70,7 +66,7 @@ class _Arrays:
 class Indexer:
     """Brings a store's index up to date with its snapshots, run by run."""
 
-    def __init__(self, store: StepStore) -> None:
+    def __init__(self, store: SnapshotReader) -> None:
         self._store = store
         self._storage: IndexStorage = store.index_storage()
 
@@ -310,7 +306,7 @@ def _own(arrays: _Arrays, first: int) -> tuple[int, int]:
     return max(len(arrays.lengths) - first, 0), sum(arrays.lengths[first:])
 
 
-async def update_index(store: StepStore, conversation_id: str | None = None) -> list[CorruptSnapshotError]:
+async def update_index(store: SnapshotReader, conversation_id: str | None = None) -> list[CorruptSnapshotError]:
     """Bring a store's search index up to date with its snapshots, now rather than at the next search.
 
     Searches catch the index up themselves, so this is never required; it moves the cost out of

@@ -12,12 +12,20 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
-from .._codec import StoredBody
-from .._errors import RunIdConflictError, StoreConfigurationError, StoreUnavailableError
-from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
-from ._chain import LogRange
-from ._migrations import SCHEMA_VERSION, SQLITE_META, SQLITE_MIGRATIONS, check_version
-from ._rows import (
+from ...base import (
+    RunIdConflictError,
+    RunRecord,
+    RunRegistration,
+    Snapshot,
+    SnapshotDelta,
+    StoreConfigurationError,
+    StoredBody,
+    StoreUnavailableError,
+    format_timestamp,
+)
+from .._chain import LogRange
+from .._migrations import SCHEMA_VERSION, SQLITE_META, SQLITE_MIGRATIONS, check_version
+from .._rows import (
     BaseEntry,
     BaseLog,
     BatchWrite,
@@ -30,13 +38,12 @@ from ._rows import (
     decode_snapshots,
     encode_deltas,
     encode_metadata,
-    format_timestamp,
     log_span,
     run_record,
     unregistered_run,
 )
-from ._sqlite_index import SqliteIndex, forget_conversation, mark_pending
-from ._sqlite_index import transaction as _transaction
+from ._index import SqliteIndex, forget_conversation, mark_pending
+from ._index import transaction as _transaction
 
 __all__ = ('SqliteStepStore',)
 

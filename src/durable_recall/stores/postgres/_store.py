@@ -9,13 +9,9 @@ from typing import TYPE_CHECKING, LiteralString
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
-from .._codec import StoredBody
-from .._errors import RunIdConflictError
-from .._records import RunRecord, RunRegistration, Snapshot, SnapshotDelta
-from ._chain import LogRange, snapshot_seqs
-from ._postgres_connect import AsyncConnectionPoolLike, PostgresConnector
-from ._postgres_index import PostgresIndex, forget_conversation, lock_conversation
-from ._rows import (
+from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, SnapshotDelta, StoredBody
+from .._chain import LogRange, snapshot_seqs
+from .._rows import (
     BaseEntry,
     BaseLog,
     BatchWrite,
@@ -32,6 +28,8 @@ from ._rows import (
     run_record,
     unregistered_run,
 )
+from ._connect import AsyncConnectionPoolLike, PostgresConnector
+from ._index import PostgresIndex, forget_conversation, lock_conversation
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor

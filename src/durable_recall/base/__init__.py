@@ -1,0 +1,48 @@
+"""Base layer: the records every other layer passes around, their stored encoding, errors and warnings.
+
+Imports nothing of durable-recall. Everything here is data or a pure function.
+"""
+
+from __future__ import annotations
+
+from ._codec import MessageDecodeError, StoredBody, decode_body, dump_messages, encode_body, load_messages
+from ._errors import (
+    CorruptRunError,
+    CorruptSnapshotError,
+    DurableRecallError,
+    RunIdConflictError,
+    SnapshotChainError,
+    StoreConfigurationError,
+    StoreUnavailableError,
+    WorkflowCodeIOError,
+)
+from ._records import PersistBatch, RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
+from ._time import format_timestamp, parse_timestamp
+from ._warnings import DurableRecallDeprecationWarning
+
+__all__ = (
+    'CorruptRunError',
+    'CorruptSnapshotError',
+    'DurableRecallDeprecationWarning',
+    'DurableRecallError',
+    'MessageDecodeError',
+    'PersistBatch',
+    'RunIdConflictError',
+    'RunRecord',
+    'RunRegistration',
+    'Segment',
+    'Snapshot',
+    'SnapshotChainError',
+    'SnapshotDelta',
+    'SnapshotState',
+    'StoreConfigurationError',
+    'StoreUnavailableError',
+    'StoredBody',
+    'WorkflowCodeIOError',
+    'decode_body',
+    'dump_messages',
+    'encode_body',
+    'format_timestamp',
+    'load_messages',
+    'parse_timestamp',
+)

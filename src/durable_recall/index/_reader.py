@@ -1,0 +1,69 @@
+"""What catch-up reads from a store: run records, snapshots since a watermark, log entries, the index port.
+
+Declared here, below the stores, so that the index depends on no store: every `StepStore` is a
+`SnapshotReader`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic_ai.messages import ModelMessage
+
+from ..base import RunRecord, Snapshot
+from ._storage import IndexStorage
+
+__all__ = ('SnapshotReader',)
+
+
+@runtime_checkable
+class SnapshotReader(Protocol):
+    """The reading half of a store, as the index's catch-up and the search engine use it."""
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run's record, or `None` if it was never registered."""
+        ...
+
+    async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        """Several runs' records in one read (run ids never registered are left out)."""
+        ...
+
+    async def list_snapshots(
+        self, run_id: str, *, include_interrupted: bool = False, after: int = -1
+    ) -> list[Snapshot]:
+        """A run's snapshots in the order they were saved.
+
+        Args:
+            run_id: The store run id.
+            include_interrupted: Also list snapshots with an open tool call.
+            after: Only snapshots whose index is greater (a reader's watermark), so a reader that
+                has folded in snapshots up to `after` reads only what was saved since.
+
+        Raises:
+            CorruptSnapshotError: A row cannot be decoded; it is reported, never skipped.
+        """
+        ...
+
+    async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
+        """Messages of a run's log by log number (`Snapshot.seqs`); numbers not stored are left out.
+
+        Raises:
+            CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).
+        """
+        ...
+
+    async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
+        """`read_messages` for several runs in one read: run id -> log number -> message.
+
+        What a search answer shows comes from a handful of runs; reading them together saves a
+        round trip (and a worker-thread hop) per run. Runs with nothing stored are left out.
+
+        Raises:
+            CorruptSnapshotError: A body does not decode (its snapshot index is reported as -1).
+        """
+        ...
+
+    def index_storage(self) -> IndexStorage:
+        """The store's half of the persistent search index (same database, same connection)."""
+        ...

@@ -1,0 +1,7 @@
+"""The SQLite store: the embedded default (one file, several processes on one host)."""
+
+from __future__ import annotations
+
+from ._store import SqliteStepStore
+
+__all__ = ('SqliteStepStore',)

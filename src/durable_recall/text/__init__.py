@@ -1,0 +1,63 @@
+"""Text layer (the analyzer): what of a message is indexed and shown, its role, and what a term is.
+
+`tokenize` defines a term; `index_text` what of a message is searchable; `display_lines` with
+`clip` how a match is shown; `message_role` the role the tool filters by. The compaction artifacts
+that indexing and the record rebuild leave out (the sliding window's marker, the harness's
+summaries and receipts) are recognised here, below both.
+"""
+
+from __future__ import annotations
+
+from ._artifacts import (
+    HARNESS_LEGACY_SUMMARY_PREFIX,
+    HARNESS_RECEIPT_TAG,
+    HARNESS_SUMMARY_KEY,
+    is_compaction_receipt,
+    is_summary_artifact,
+)
+from ._calls import answered_call_id
+from ._clip import ELLIPSIS, clip
+from ._markers import (
+    COMPACTION_MARKER_KEY,
+    compaction_marker_count,
+    has_compaction_marker,
+    is_compaction_marker,
+    is_marker_part,
+    marker_request,
+    without_marker,
+)
+from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SEARCH_TOOL_NAME, SHORT_LIMIT, TEXT_LIMIT, display_lines, index_text
+from ._roles import ROLES, Role, message_role, message_time
+from ._tokenize import Token, iter_tokens, tokenize
+
+__all__ = (
+    'COMPACTION_MARKER_KEY',
+    'DEFAULT_SKIP_TOOLS',
+    'ELLIPSIS',
+    'HARNESS_LEGACY_SUMMARY_PREFIX',
+    'HARNESS_RECEIPT_TAG',
+    'HARNESS_SUMMARY_KEY',
+    'NO_TEXT',
+    'ROLES',
+    'SEARCH_TOOL_NAME',
+    'SHORT_LIMIT',
+    'TEXT_LIMIT',
+    'Role',
+    'Token',
+    'answered_call_id',
+    'clip',
+    'compaction_marker_count',
+    'display_lines',
+    'has_compaction_marker',
+    'index_text',
+    'is_compaction_marker',
+    'is_compaction_receipt',
+    'is_marker_part',
+    'is_summary_artifact',
+    'iter_tokens',
+    'marker_request',
+    'message_role',
+    'message_time',
+    'tokenize',
+    'without_marker',
+)

@@ -1,0 +1,33 @@
+"""Who a message is from, as the search tool's `roles` filter names it, and when it was created."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
+__all__ = ('ROLES', 'Role', 'message_role', 'message_time')
+
+Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system']
+"""Who a message is from, for the tool's `roles` filter."""
+
+ROLES: tuple[Role, ...] = ('user', 'assistant', 'tool', 'system')
+"""Every role, in the order the index codes them (see the index layout) and the tool lists them."""
+
+
+def message_role(message: ModelMessage) -> Role:
+    """The role a message counts as for filtering: a request with tool returns is `tool`."""
+    if isinstance(message, ModelResponse):
+        return 'assistant'
+    kinds = {part.part_kind for part in message.parts}
+    if kinds & {'tool-return', 'retry-prompt'}:
+        return 'tool'
+    if kinds and kinds <= {'system-prompt', 'instruction-delta', 'instruction-baseline'}:
+        return 'system'
+    return 'user'
+
+
+def message_time(message: ModelMessage, started_at: datetime) -> datetime:
+    """When a message was created: its own timestamp, else its run's start."""
+    return message.timestamp or started_at
