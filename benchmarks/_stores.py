@@ -1,30 +1,35 @@
-"""Where a benchmark store lives, as a value another process can be handed, and what it occupies."""
+"""Where a benchmark store lives, as a value another process can be handed, and what it occupies.
+
+Also cheap filler for "other conversations": copies of a generated conversation. The runs,
+snapshots and message log are copied row for row (`INSERT ... SELECT`, one statement per table).
+The search index is not: it is read through the store's `IndexStorage` and written back through
+the store's own commit (`commit_many`), as catch-up writes it, so that this module holds no copy
+of the index's layout or of how it is written, and the copies' index stays what the store would
+have built.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
+from collections.abc import Coroutine, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from durable_recall import StepStore
-from durable_recall.index._chunks import OPEN, decode_chunk, pack_open, seal
+from durable_recall.index import IndexedRunRow, IndexStorage, Posting, RunCommit, decode_chunk, decode_ints
 
-__all__ = ('StoreSpec', 'StoreSize', 'clone_conversation')
+__all__ = ('StoreSize', 'StoreSpec', 'clone_conversation', 'postgres_size', 'sqlite_size')
 
-_TABLES = (
-    'dr_meta',
-    'dr_runs',
-    'dr_messages',
-    'dr_snapshots',
-    'dr_pending',
-    'dr_index_scopes',
-    'dr_index_runs',
-    'dr_index_postings',
-    'dr_index_hashes',
-)
-"""Every table of the store, the search index's included."""
+_PREFIX = 'dr_'
+"""Every table of the store starts with it, the search index's included."""
+
+_BATCH_RUNS = 64
+"""Runs committed together, as catch-up batches them, so the copies' chunks are laid out as `update_index` lays them."""
 
 
 @dataclass(frozen=True)
@@ -71,17 +76,20 @@ class StoreSize:
 
 def sqlite_size(path: str | Path) -> StoreSize:
     """The file's size after a WAL checkpoint, and each table's pages (from `dbstat` when available)."""
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute('PRAGMA wal_checkpoint(TRUNCATE)')
         page_size: int = conn.execute('PRAGMA page_size').fetchone()[0]
         pages: int = conn.execute('PRAGMA page_count').fetchone()[0]
+        names = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        # Longest first, so that a table's indexes (named after it) go to it and not to a shorter name.
+        ours = sorted((name for name in names if name.startswith(_PREFIX)), key=len, reverse=True)
         tables: dict[str, int] = {}
         try:
             rows = conn.execute('SELECT name, SUM(pgsize) FROM dbstat GROUP BY name').fetchall()
         except sqlite3.OperationalError:
             rows = []
         for name, size in rows:
-            owner = next((table for table in _TABLES if str(name).startswith(table)), 'other')
+            owner = next((table for table in ours if str(name).startswith(table)), 'other')
             tables[owner] = tables.get(owner, 0) + int(size)
     return StoreSize(total=page_size * pages, tables=tables)
 
@@ -93,194 +101,218 @@ def postgres_size(url: str, schema: str) -> StoreSize:
     tables: dict[str, int] = {}
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute('VACUUM ANALYZE')
-        for table in _TABLES:
-            row = conn.execute('SELECT pg_total_relation_size(%s::regclass)', (f'"{schema}".{table}',)).fetchone()
-            tables[table] = int(row[0]) if row is not None else 0
+        rows = conn.execute(
+            'SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class AS c'
+            " JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'"
+            ' AND left(c.relname, 3) = %s ORDER BY c.relname',
+            (schema, _PREFIX),
+        ).fetchall()
+        for name, size in rows:
+            tables[name] = int(size)
     return StoreSize(total=sum(tables.values()), tables=tables)
 
 
 def clone_conversation(spec: StoreSpec, source: str, copies: int, *, first: int = 1) -> int:
-    """Copy every row of conversation `source` `copies` times, as new conversations with new run ids.
+    """Copy conversation `source` `copies` times, as new conversations with new run ids.
 
-    Cheap filler for "other conversations": the copies have the same size and shape as a generated
-    conversation. Copies are numbered from `first` (ids end in `~copy<n>`), so a later call
-    continues the numbering. Returns the number of message rows added.
+    The copies have the same size and shape as a generated conversation, their index included.
+    Copies are numbered from `first` (ids end in `~copy<n>`), so a later call continues the
+    numbering. Returns the number of message rows added.
     """
-    numbers = range(first, first + copies)
-    if spec.kind == 'sqlite':
-        return _clone_sqlite(spec.target, source, numbers)
-    return _clone_postgres(spec, source, numbers)
-
-
-def _clone_sqlite(path: str, source: str, numbers: range) -> int:
-    added = 0
-    with sqlite3.connect(path, isolation_level=None) as conn:
-        runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
-        for copy in numbers:
-            suffix = f'~copy{copy}'
-            conn.execute('BEGIN IMMEDIATE')
-            conn.execute(
-                'INSERT INTO dr_runs (run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token)'
-                ' SELECT run_id || ?, conversation_id || ?, parent_run_id, agent_name, metadata, started_at, token || ?'
-                ' FROM dr_runs WHERE conversation_id = ?',
-                (suffix, suffix, suffix, source),
-            )
-            cursor = conn.execute(
-                'INSERT INTO dr_messages (run_id, seq, body, ref_run_id, ref_seq)'
-                ' SELECT run_id || ?, seq, body, ref_run_id || ?, ref_seq FROM dr_messages'
-                f' WHERE run_id IN ({runs})',
-                (suffix, suffix, source),
-            )
-            added += cursor.rowcount
-            conn.execute(
-                'INSERT INTO dr_snapshots (run_id, idx, step_index, state, saved_at, ranges, size)'
-                ' SELECT run_id || ?, idx, step_index, state, saved_at, ranges, size FROM dr_snapshots'
-                f' WHERE run_id IN ({runs})',
-                (suffix, source),
-            )
-            _clone_sqlite_index(conn, source, suffix)
-            conn.execute('COMMIT')
+    suffixes = [f'~copy{copy}' for copy in range(first, first + copies)]
+    with _Database.connect(spec) as db:
+        added = 0
+        for suffix in suffixes:
+            with db.transaction():
+                added += db.copy_rows(source, suffix)
+        terms = db.terms(source)
+        hashes = db.hashes(source)
+    _run_in_a_thread(_copy_index(spec, source, suffixes, terms, hashes))
     return added
 
 
-def _clone_sqlite_index(conn: sqlite3.Connection, source: str, suffix: str) -> None:
-    """Copy a conversation's search index too, so the copy weighs on the index tables as a real one would."""
-    found = conn.execute('SELECT scope_key FROM dr_index_scopes WHERE conversation_id = ?', (source,)).fetchone()
-    if found is None:
-        return
-    old = found[0]
-    conn.execute(
-        'INSERT INTO dr_index_scopes (conversation_id, generation, docs, length)'
-        ' SELECT conversation_id || ?, generation, docs, length FROM dr_index_scopes WHERE scope_key = ?',
-        (suffix, old),
-    )
-    (new,) = conn.execute(
-        'SELECT scope_key FROM dr_index_scopes WHERE conversation_id = ?', (source + suffix,)
-    ).fetchone()
-    conn.execute(
-        'INSERT INTO dr_index_runs (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
-        ' SELECT run_id || ?, ?, started_at, seen, first, lengths, seqs, roles, times, state'
-        ' FROM dr_index_runs WHERE scope_key = ? ORDER BY run_key',
-        (suffix, new, old),
-    )
-    keys = dict(
-        conn.execute(
-            'SELECT o.run_key, n.run_key FROM dr_index_runs o JOIN dr_index_runs n ON n.run_id = o.run_id || ?'
-            ' WHERE o.scope_key = ?',
-            (suffix, old),
-        ).fetchall()
-    )
-    copied = (
-        (new, term, number, _renumbered(number, data, keys))
-        for term, number, data in conn.execute(
-            'SELECT term, chunk, postings FROM dr_index_postings WHERE scope_key = ?', (old,)
+class _Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class _Database:
+    """The store's tables through a plain driver connection: `{runs}`-style table names, `?` placeholders."""
+
+    def __init__(self, spec: StoreSpec, conn: Any) -> None:
+        self._spec = spec
+        self._conn = conn
+
+    @classmethod
+    @contextmanager
+    def connect(cls, spec: StoreSpec) -> Generator[_Database]:
+        if spec.kind == 'sqlite':
+            with closing(sqlite3.connect(spec.target, isolation_level=None)) as conn:
+                yield cls(spec, conn)
+            return
+        import psycopg
+
+        with psycopg.connect(spec.target, autocommit=True) as conn:
+            yield cls(spec, conn)
+
+    @contextmanager
+    def transaction(self) -> Generator[None]:
+        if self._spec.kind == 'postgres':
+            with self._conn.transaction():
+                yield
+            return
+        self._conn.execute('BEGIN IMMEDIATE')
+        try:
+            yield
+        except BaseException:
+            self._conn.execute('ROLLBACK')
+            raise
+        self._conn.execute('COMMIT')
+
+    def query(self, template: str, *params: Any) -> _Cursor:
+        if self._spec.kind == 'sqlite':
+            return self._conn.execute(template.format_map(_Tables('')), params)
+        quoted = (self._spec.schema or 'public').replace('"', '""')
+        schema = f'"{quoted}".'
+        return self._conn.execute(template.format_map(_Tables(schema)).replace('?', '%s').encode(), params)
+
+    def copy_rows(self, source: str, suffix: str) -> int:
+        """Copy the conversation's runs, message log and snapshots; the message rows added."""
+        self.query(
+            'INSERT INTO {runs} (run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token)'
+            ' SELECT run_id || ?, conversation_id || ?, parent_run_id, agent_name, metadata, started_at, token || ?'
+            ' FROM {runs} WHERE conversation_id = ?',
+            suffix,
+            suffix,
+            suffix,
+            source,
         )
-    )
-    conn.executemany(
-        'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)', list(copied)
-    )
-    mapping = (
-        ' FROM {table} t JOIN dr_index_runs o ON o.run_key = t.run_key'
-        ' JOIN dr_index_runs n ON n.run_id = o.run_id || ? WHERE t.scope_key = ?'
-    )
-    conn.execute(
-        'INSERT INTO dr_index_hashes (scope_key, hash, run_key) SELECT ?, t.hash, n.run_key'
-        + mapping.format(table='dr_index_hashes'),
-        (new, suffix, old),
-    )
-
-
-def _renumbered(number: int, data: bytes, keys: dict[int, int]) -> bytes:
-    """A postings chunk with its run keys mapped to the copy's (in the same order, so it stays sorted)."""
-    entries = [(keys[key >> 32] << 32 | key & 0xFFFFFFFF, tf, n) for key, tf, n in decode_chunk(number, data).entries()]
-    if number != OPEN:
-        return seal(entries)
-    return b''.join(pack_open(key >> 32, [(key & 0xFFFFFFFF, tf, n)]) for key, tf, n in entries)
-
-
-def _clone_postgres(spec: StoreSpec, source: str, numbers: range) -> int:
-    import psycopg
-    from psycopg import sql
-
-    added = 0
-    schema = sql.Identifier(spec.schema or 'public')
-    with psycopg.connect(spec.target) as conn:
-        for copy in numbers:
-            suffix = f'~copy{copy}'
-            with conn.transaction():
-                conn.execute(
-                    sql.SQL(
-                        'INSERT INTO {s}.dr_runs (run_id, conversation_id, parent_run_id, agent_name, metadata,'
-                        ' started_at, token) SELECT run_id || %(x)s, conversation_id || %(x)s, parent_run_id,'
-                        ' agent_name, metadata, started_at, token || %(x)s FROM {s}.dr_runs'
-                        ' WHERE conversation_id = %(c)s'
-                    ).format(s=schema),
-                    {'x': suffix, 'c': source},
-                )
-                cursor = conn.execute(
-                    sql.SQL(
-                        'INSERT INTO {s}.dr_messages (run_id, seq, body, data, ref_run_id, ref_seq)'
-                        ' SELECT m.run_id || %(x)s, m.seq, m.body, m.data, m.ref_run_id || %(x)s, m.ref_seq'
-                        ' FROM {s}.dr_messages m JOIN {s}.dr_runs r ON r.run_id = m.run_id'
-                        ' WHERE r.conversation_id = %(c)s'
-                    ).format(s=schema),
-                    {'x': suffix, 'c': source},
-                )
-                added += cursor.rowcount
-                conn.execute(
-                    sql.SQL(
-                        'INSERT INTO {s}.dr_snapshots (run_id, idx, step_index, state, saved_at, ranges, size)'
-                        ' SELECT p.run_id || %(x)s, p.idx, p.step_index, p.state, p.saved_at, p.ranges, p.size'
-                        ' FROM {s}.dr_snapshots p JOIN {s}.dr_runs r ON r.run_id = p.run_id'
-                        ' WHERE r.conversation_id = %(c)s'
-                    ).format(s=schema),
-                    {'x': suffix, 'c': source},
-                )
-                _clone_postgres_index(conn, schema, source, suffix)
-    return added
-
-
-def _clone_postgres_index(conn: Any, schema: Any, source: str, suffix: str) -> None:
-    """As `_clone_sqlite_index`, on Postgres."""
-    from psycopg import sql
-
-    def run(query: str, params: Any = None) -> Any:
-        return conn.execute(sql.SQL(query).format(s=schema), params)  # type: ignore[arg-type]
-
-    found = run('SELECT scope_key FROM {s}.dr_index_scopes WHERE conversation_id = %s', (source,)).fetchone()
-    if found is None:
-        return
-    old = found[0]
-    (new,) = run(
-        'INSERT INTO {s}.dr_index_scopes (conversation_id, generation, docs, length)'
-        ' SELECT conversation_id || %s, generation, docs, length FROM {s}.dr_index_scopes WHERE scope_key = %s'
-        ' RETURNING scope_key',
-        (suffix, old),
-    ).fetchone()
-    run(
-        'INSERT INTO {s}.dr_index_runs (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
-        ' SELECT run_id || %s, %s, started_at, seen, first, lengths, seqs, roles, times, state'
-        ' FROM {s}.dr_index_runs WHERE scope_key = %s ORDER BY run_key',
-        (suffix, new, old),
-    )
-    keys = dict(
-        run(
-            'SELECT o.run_key, n.run_key FROM {s}.dr_index_runs o JOIN {s}.dr_index_runs n'
-            ' ON n.run_id = o.run_id || %s WHERE o.scope_key = %s',
-            (suffix, old),
-        ).fetchall()
-    )
-    rows = run('SELECT term, chunk, postings FROM {s}.dr_index_postings WHERE scope_key = %s', (old,)).fetchall()
-    with conn.cursor() as cursor:
-        cursor.executemany(
-            sql.SQL(
-                'INSERT INTO {s}.dr_index_postings (scope_key, term, chunk, postings) VALUES (%s, %s, %s, %s)'
-            ).format(s=schema),
-            [(new, term, number, _renumbered(number, bytes(data), keys)) for term, number, data in rows],
+        # A message's body is text, or on Postgres compressed bytes in a column of their own.
+        bodies = ('body',) if self._spec.kind == 'sqlite' else ('body', 'data')
+        added = self.query(
+            f'INSERT INTO {{messages}} (run_id, seq, {", ".join(bodies)}, ref_run_id, ref_seq)'
+            f' SELECT m.run_id || ?, m.seq, {", ".join(f"m.{column}" for column in bodies)}, m.ref_run_id || ?,'
+            ' m.ref_seq FROM {messages} AS m JOIN {runs} AS r ON r.run_id = m.run_id WHERE r.conversation_id = ?',
+            suffix,
+            suffix,
+            source,
+        ).rowcount
+        self.query(
+            'INSERT INTO {snapshots} (run_id, idx, step_index, state, saved_at, ranges, size)'
+            ' SELECT s.run_id || ?, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size'
+            ' FROM {snapshots} AS s JOIN {runs} AS r ON r.run_id = s.run_id WHERE r.conversation_id = ?',
+            suffix,
+            source,
         )
-    run(
-        'INSERT INTO {s}.dr_index_hashes (scope_key, hash, run_key) SELECT %s, t.hash, n.run_key'
-        ' FROM {s}.dr_index_hashes t JOIN {s}.dr_index_runs o ON o.run_key = t.run_key'
-        ' JOIN {s}.dr_index_runs n ON n.run_id = o.run_id || %s WHERE t.scope_key = %s',
-        (new, suffix, old),
+        return added
+
+    def terms(self, source: str) -> list[str]:
+        """Every term the conversation's index holds postings of (the index port lists none)."""
+        rows = self.query(
+            'SELECT DISTINCT term FROM {index_postings}'
+            ' WHERE scope_key = (SELECT scope_key FROM {index_scopes} WHERE conversation_id = ?)',
+            source,
+        ).fetchall()
+        return sorted(term for (term,) in rows)
+
+    def hashes(self, source: str) -> dict[str, list[bytes]]:
+        """The content hashes each run of the conversation holds first (the index port reads none back)."""
+        rows = self.query(
+            'SELECT i.run_id, h.hash FROM {index_hashes} AS h JOIN {index_runs} AS i ON i.run_key = h.run_key'
+            ' WHERE h.scope_key = (SELECT scope_key FROM {index_scopes} WHERE conversation_id = ?)',
+            source,
+        ).fetchall()
+        held: dict[str, list[bytes]] = {}
+        for run_id, digest in rows:
+            held.setdefault(run_id, []).append(bytes(digest))
+        return held
+
+
+class _Tables(dict[str, str]):
+    """`{name}` -> the table's name, schema-qualified when one is given."""
+
+    def __init__(self, schema: str) -> None:
+        super().__init__()
+        self._schema = schema
+
+    def __missing__(self, name: str) -> str:
+        return f'{self._schema}{_PREFIX}{name}'
+
+
+async def _copy_index(
+    spec: StoreSpec, source: str, suffixes: Sequence[str], terms: Sequence[str], hashes: dict[str, list[bytes]]
+) -> None:
+    """Index each copy as the source is indexed: its runs' rows and postings, committed by the store."""
+    store = spec.open()
+    try:
+        index = store.index_storage()
+        runs = await _indexed_runs(index, source)
+        postings = await _run_postings(index, source, runs, terms)
+        for suffix in suffixes:
+            changes = [_copy(run, source + suffix, suffix, postings[run.run_id], hashes) for run in runs]
+            for start in range(0, len(changes), _BATCH_RUNS):
+                await index.commit_many(changes[start : start + _BATCH_RUNS])
+    finally:
+        await store.aclose()
+
+
+async def _indexed_runs(index: IndexStorage, source: str) -> list[IndexedRunRow]:
+    """The conversation's index rows, whole, oldest first."""
+    listed = await index.scope_runs(source, all_scopes=False)
+    rows = await index.load_runs([row.run_id for row in listed])
+    return [rows[row.run_id] for row in listed]
+
+
+async def _run_postings(
+    index: IndexStorage, source: str, runs: Sequence[IndexedRunRow], terms: Sequence[str]
+) -> dict[str, dict[str, list[Posting]]]:
+    """Run id -> term -> the run's postings of it, positions increasing."""
+    by_key = {run.run_key: run.run_id for run in runs}
+    found: dict[str, dict[str, list[Posting]]] = {run.run_id: {} for run in runs}
+    for term, chunks in (await index.postings(terms, source, all_scopes=False)).items():
+        for chunk in chunks:
+            for key, tf, length in decode_chunk(chunk.chunk, chunk.postings).entries():
+                run_id = by_key.get(key >> 32)
+                if run_id is not None:
+                    found[run_id].setdefault(term, []).append((key & 0xFFFFFFFF, tf, length))
+    for per_term in found.values():
+        for held in per_term.values():
+            held.sort()
+    return found
+
+
+def _copy(
+    run: IndexedRunRow,
+    conversation_id: str,
+    suffix: str,
+    postings: dict[str, list[Posting]],
+    hashes: dict[str, list[bytes]],
+) -> RunCommit:
+    """A first catch-up of the run's copy that leaves it indexed exactly as the run is."""
+    own = decode_ints(run.lengths)[run.first :]
+    return RunCommit(
+        run_id=run.run_id + suffix,
+        conversation_id=conversation_id,
+        started_at=run.started_at,
+        expected_seen=-2,
+        seen=run.seen,
+        upto=run.seen,
+        first=run.first,
+        lengths=run.lengths,
+        seqs=run.seqs,
+        roles=run.roles,
+        times=run.times,
+        state=run.state,
+        postings_add=postings,
+        hashes=hashes.get(run.run_id, []),
+        docs_delta=len(own),
+        length_delta=sum(own),
     )
+
+
+def _run_in_a_thread(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run an async store's work to completion from sync code, whether or not an event loop is running here."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()

@@ -71,7 +71,7 @@ def open_store_from_env() -> StepStore:
 
 
 def capabilities(store: StepStore) -> list[AbstractCapability[Any]]:
-    """The SPEC example's capabilities: persist every step, recall by search, keep a small window."""
+    """The recall stack: persist every step, recall by search, keep a small window in context."""
     return [
         StepPersistence(store=store),
         ConversationSearch(SnapshotHistorySource(store), scope='conversation'),

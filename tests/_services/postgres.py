@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from durable_recall.stores.postgres._connect import redact_url
+from durable_recall.stores import redact_url
 
 from ._skip import missing_service
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from durable_recall.cli import main
+from durable_recall.cli._script import DETAIL
 
 from ._support import OTHER, SUPPORT, CliRun, Populated, run_cli
 
@@ -184,9 +185,12 @@ class TestBrokenData:
     def test_search_names_what_it_could_not_read(
         self, corrupt_store: str, populated: Populated, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        result = run_cli(capsys, ['search', '--store', corrupt_store, '--conversation', SUPPORT, 'vpc'])
+        # The first run's first body no longer decodes: the search that ranks it (its index was caught
+        # up before the body broke) names the run instead of showing it or failing.
+        result = run_cli(capsys, ['search', '--store', corrupt_store, '--conversation', SUPPORT, DETAIL])
         assert result.status == 0
         assert 'Warning: part of the persisted history could not be read and was not searched' in result.out
+        assert f'run {populated.support_runs[0]!r}, snapshot -1' in result.out
 
 
 class TestUnexpectedErrors:

@@ -50,3 +50,38 @@ def test_the_whole_store_in_text(populated: Populated, tmp_path: Path, capsys: p
     total = sum(len(runs) for runs in populated.runs.values()) + 1
     assert f'indexed {total} run(s) of the whole store' in result.out
     assert 'searchable messages' in result.out
+
+
+def pending(store: str) -> int:
+    with closing(sqlite3.connect(store)) as conn:
+        return conn.execute('SELECT COUNT(*) FROM dr_pending').fetchone()[0]
+
+
+@pytest.mark.parametrize('scope', [['--conversation', SUPPORT], ['--all']])
+def test_search_catches_the_index_up_and_answers_as_the_tool(
+    populated: Populated, tmp_path: Path, capsys: pytest.CaptureFixture[str], scope: list[str]
+) -> None:
+    """`search` runs the tool's engine: it indexes what is pending in its scope, then answers exactly as the tool."""
+    from durable_recall.search import SearchRequest
+
+    from .test_search import tool_answer
+
+    store = fresh_copy(populated, tmp_path)
+    assert pending(store) > 0
+    result = run_cli(capsys, ['search', '--store', store, *scope, 'billing', 'export', '--progress'])
+    assert result.status == 0
+    assert 'indexing runs [' in result.err, 'the bar counts the runs the catch-up indexed'
+    with closing(sqlite3.connect(store)) as conn:
+        left = conn.execute(
+            'SELECT COUNT(*) FROM dr_pending WHERE ? OR conversation_id = ?', (scope == ['--all'], SUPPORT)
+        ).fetchone()[0]
+    assert left == 0
+    if scope == ['--all']:
+        assert pending(store) == 0
+    expected = tool_answer(
+        store,
+        SearchRequest(query='billing export'),
+        scope='all' if scope == ['--all'] else 'conversation',
+        conversation_id=None if scope == ['--all'] else SUPPORT,
+    )
+    assert result.out == expected + '\n'

@@ -179,9 +179,9 @@ def test_a_terminal_gets_a_progress_bar_for_many_runs(
     assert main(['runs', '--store', str(store), '--conversation', 'busy']) == 0
     assert terminal.getvalue().endswith('reading runs [############################] 21/21\n')
     assert capsys.readouterr().out.splitlines()[-1] == '21 runs'
-    # The first search reads and rebuilds every run in scope: the same bar.
+    # The first search catches the index up on every run in scope: a bar over the runs it indexes.
     terminal.seek(0)
     terminal.truncate()
     assert main(['search', '--store', str(store), '--conversation', 'busy', 'turn 20']) == 0
-    assert terminal.getvalue().endswith('reading runs [############################] 21/21\n')
+    assert terminal.getvalue().endswith('indexing runs [############################] 21/21\n')
     assert "for 'turn 20' in 42 persisted messages" in capsys.readouterr().out

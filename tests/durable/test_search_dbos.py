@@ -10,7 +10,7 @@ from dbos import DBOS, SetWorkflowID
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 
-from durable_recall.search._searcher import Searcher
+from durable_recall.search import SearchEngine
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow
 from ._persistence import row_counts, sqlite_store
@@ -31,13 +31,13 @@ async def test_search_is_a_step_that_recovery_does_not_rerun(
     dbos: DBOS, dbos_system_db: DBOSSystemDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     searches: list[str] = []
-    original = Searcher.search
+    original = SearchEngine.search
 
-    async def counting(self: Searcher, request: Any, **kwargs: Any) -> str:
+    async def counting(self: SearchEngine, request: Any, **kwargs: Any) -> str:
         searches.append(request.query)
         return await original(self, request, **kwargs)
 
-    monkeypatch.setattr(Searcher, 'search', counting)
+    monkeypatch.setattr(SearchEngine, 'search', counting)
     workflow_id = f'recall-{dbos_system_db.kind}-{uuid.uuid4()}'
     conversation_id = f'conv-{uuid.uuid4()}'
     with SetWorkflowID(workflow_id):

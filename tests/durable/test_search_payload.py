@@ -22,7 +22,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
 from durable_recall import ConversationSearch, SlidingWindowCompaction, SnapshotHistorySource, StepPersistence
-from durable_recall.search._searcher import SearchRequest
+from durable_recall.search import SearchRequest
 
 from .._services.temporal import run_workflow
 from ._persistence import sqlite_store
@@ -99,7 +99,7 @@ async def test_a_huge_result_stays_within_the_budget(temporal_env: WorkflowEnvir
     unbounded = ConversationSearch(
         SnapshotHistorySource(STORE), scope='conversation', max_matches=50, max_result_bytes=10**9
     )
-    everything = await unbounded._searcher.search(
+    everything = await unbounded._engine.search(
         SearchRequest(query='ZEBRA'), scope='conversation', conversation_id=conversation_id
     )
     assert len(everything.encode()) > 5 * BUDGET

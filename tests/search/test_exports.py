@@ -7,14 +7,16 @@ import durable_recall.text as text
 
 
 def test_all_is_pinned() -> None:
-    assert sorted(search.__all__) == [
+    assert list(search.__all__) == [
+        'ORDERS',
+        'Candidate',
         'ConversationSearch',
         'Hit',
         'Order',
         'Outcome',
+        'SearchEngine',
         'SearchRequest',
         'SearchScope',
-        'Searcher',
         'SnapshotHistorySource',
         'tool_description',
     ]

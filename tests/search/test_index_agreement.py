@@ -1,9 +1,10 @@
-"""The persistent index answers exactly as the in-memory corpus over the same records, on every store.
+"""The store's persistent index answers exactly as an in-memory index of the same records, on every store.
 
 Realistic histories (the benchmark generator: tool calls, code, logs, paths, runs threaded through
 `message_history`, sliding-window compaction) are written as `StepPersistence` writes them. The same
-queries then go to a `ConversationSearch` over `SnapshotHistorySource` (the index) and to one over
-a plain wrapper of the same source (the in-memory corpus, rebuilt from snapshots): answers must be
+queries then go to a `ConversationSearch` over `SnapshotHistorySource` (the store's index, caught up
+from snapshots by resuming each run's fold) and to one over a plain wrapper of the same source (the
+engine's other corpus: whole records, diffed by version, indexed in memory): answers must be
 identical, character for character, whatever the scope, filters and order, after catching up in
 one go or a bit at a time, in a warm process or a cold one, and after a conversation is deleted.
 """
@@ -19,7 +20,7 @@ from benchmarks.histories import write_conversation
 
 from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource, update_index
 from durable_recall.history import RunHistory
-from durable_recall.index._catch_up import Indexer
+from durable_recall.index import Indexer
 from durable_recall.search import SearchRequest
 from durable_recall.stores import StepStore
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.anyio
 
 
 class Plain:
-    """A `HistorySource` that is not a `SnapshotHistorySource`: search keeps its corpus in memory."""
+    """A `HistorySource` that is not a `SnapshotHistorySource`: the engine indexes its records in memory."""
 
     def __init__(self, store: StepStore) -> None:
         self._inner = SnapshotHistorySource(store)
@@ -172,7 +173,7 @@ async def test_concurrent_catch_ups_of_the_same_runs_index_each_once(store: Step
     # indexed meanwhile, commits nothing of its batch, and catches its runs up one by one.
     conversation = generate_conversation(61, 150, conversation_id='c-race')
     await write_conversation(store, conversation, window=12)
-    indexers = [Indexer(store), Indexer(store)]
+    indexers = [Indexer.of_store(store), Indexer.of_store(store)]
     pending = (await store.index_storage().status('c-race', all_scopes=False)).pending
     assert len(pending) > 2
     async with anyio.create_task_group() as group:
@@ -190,7 +191,7 @@ async def test_a_batch_that_loses_a_race_catches_its_runs_up_one_by_one(store: S
     conversation = generate_conversation(62, 120, conversation_id='c-lost')
     await write_conversation(store, conversation, window=12)
     pending = (await store.index_storage().status('c-lost', all_scopes=False)).pending
-    loser, winner = Indexer(store), Indexer(store)
+    loser, winner = Indexer.of_store(store), Indexer.of_store(store)
     prepare = loser._prepare
     fallbacks: list[list[str]] = []
     one_by_one = loser._one_by_one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typing
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -13,7 +14,6 @@ from pydantic_ai import messages as m
 
 from durable_recall.compaction import SlidingWindowCompaction
 from durable_recall.index import Bm25Params
-from durable_recall.index._bm25 import rank, term_frequencies
 from durable_recall.text import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
     HARNESS_RECEIPT_TAG,
@@ -26,7 +26,9 @@ from durable_recall.text import (
     is_summary_artifact,
     tokenize,
 )
-from durable_recall.text._render import EARLIER_SEARCH, is_indexable
+from durable_recall.text._render import EARLIER_SEARCH
+
+from ._oracle import rank
 
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR'
 UNITS = m.InstructionId(m.ToolsetInstructionSource('weather'), name='units')
@@ -208,10 +210,6 @@ class TestEveryPartType:
         case = CASES[name]
         assert display_lines(case.message, set()) == case.display
 
-    @pytest.mark.parametrize('name', list(CASES))
-    def test_every_part_is_indexable(self, name: str) -> None:
-        assert is_indexable(CASES[name].message)
-
     def test_role_words_are_not_tokens(self) -> None:
         corpus = [tokenize(index_text(case.message)) for case in CASES.values()]
         role_words = {'user', 'assistant', 'system', 'tool', 'call', 'return', 'retry', 'summary', 'speech'}
@@ -221,7 +219,7 @@ class TestEveryPartType:
     def test_query_user_matches_only_what_says_user(self) -> None:
         messages = [case.message for case in CASES.values()] + [request(m.UserPromptPart('which user asked?'))]
         docs = [tokenize(index_text(message)) for message in messages]
-        ranked = rank(['user'], [term_frequencies(doc) for doc in docs], [len(doc) for doc in docs], Bm25Params())
+        ranked = rank(['user'], [Counter(doc) for doc in docs], [len(doc) for doc in docs], Bm25Params())
         assert [index for index, _ in ranked] == [len(messages) - 1]
 
     def test_unknown_part_renders_nothing(self) -> None:
@@ -233,7 +231,6 @@ class TestEveryPartType:
         for message in (request(FuturePart()), response(FuturePart())):
             assert index_text(message) == ''
             assert display_lines(message, {'future'}) == [NO_TEXT]
-            assert is_indexable(message)
 
 
 class TestUserAndSystemParts:
@@ -245,6 +242,8 @@ class TestUserAndSystemParts:
         message = request(m.SystemPromptPart(''), m.UserPromptPart('  '), m.UserPromptPart([m.CachePoint()]))
         assert index_text(message) == ''
         assert display_lines(message, set()) == [NO_TEXT]
+        assert index_text(request()) == ''
+        assert display_lines(request(), set()) == [NO_TEXT]
 
     def test_instruction_withdrawal_is_shown_not_indexed(self) -> None:
         message = request(m.InstructionDeltaPart(id=UNITS, content=None))
@@ -330,7 +329,6 @@ class TestNeverIndexed:
         assert 'search_conversation_history' in str(marker.parts[0])
         assert index_text(marker) == ''
         assert display_lines(marker, {'earlier'}) == [NO_TEXT]
-        assert not is_indexable(marker)
 
     def test_harness_summary_part(self) -> None:
         part = m.CompactionPart(
@@ -341,7 +339,6 @@ class TestNeverIndexed:
         message = request(part)
         assert index_text(message) == ''
         assert display_lines(message, {'zebras'}) == [NO_TEXT]
-        assert not is_indexable(message)
 
     @pytest.mark.parametrize(
         'part',
@@ -373,9 +370,7 @@ class TestNeverIndexed:
         plain = m.UserPromptPart([m.TextContent('Where were we?', metadata='something else')])
         assert is_compaction_receipt(receipt) and not is_compaction_receipt(plain)
         assert not is_compaction_receipt(m.UserPromptPart('plain'))
-        assert not is_indexable(request(receipt))
         message = request(receipt, plain)
-        assert is_indexable(message)
         assert index_text(message) == 'Where were we?'
         assert display_lines(message, set()) == ['User: Where were we?']
 
@@ -389,8 +384,6 @@ class TestNeverIndexed:
         for message in (result, retried, legacy):
             assert index_text(message) == ''
             assert display_lines(message, {'zebra'}) == [EARLIER_SEARCH]
-            assert not is_indexable(message)
-        assert is_indexable(call)
 
     def test_renamed_search_tool(self) -> None:
         skip = frozenset({'history_search_conversation_history'})
@@ -398,18 +391,7 @@ class TestNeverIndexed:
         assert index_text(call) == 'history_search_conversation_history zebra'
         assert index_text(call, skip_tools=skip) == ''
         assert display_lines(call, set(), skip_tools=skip) == [EARLIER_SEARCH]
-        assert not is_indexable(call, skip_tools=skip)
         assert index_text(response(m.ToolCallPart(SEARCH_TOOL_NAME, {}, 'c2')), skip_tools=skip) == SEARCH_TOOL_NAME
-
-
-class TestIsIndexable:
-    def test_message_without_parts(self) -> None:
-        assert is_indexable(request())
-
-    def test_thinking_only_response_is_a_document(self) -> None:
-        message = response(m.ThinkingPart('hmm'))
-        assert is_indexable(message)
-        assert index_text(message) == ''
 
 
 class TestDisplayClipping:

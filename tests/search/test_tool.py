@@ -271,17 +271,17 @@ class TestThroughAnAgent:
 
 
 class TestReuse:
-    async def test_repeated_searches_tokenize_each_record_version_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from durable_recall.search._corpus import IndexedRun
+    async def test_repeated_searches_index_each_record_version_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from durable_recall.index import Indexer
 
         built: list[str] = []
-        original = IndexedRun.build.__func__
+        original = Indexer._prepare
 
-        def counting(cls: type[IndexedRun], history: Any, skip_tools: Any) -> IndexedRun:
-            built.append(history.run.run_id)
-            return original(cls, history, skip_tools)
+        async def counting(self: Indexer, run: Any, row: Any, held: Any) -> Any:
+            built.append(run.run_id)
+            return await original(self, run, row, held)
 
-        monkeypatch.setattr(IndexedRun, 'build', classmethod(counting))
+        monkeypatch.setattr(Indexer, '_prepare', counting)
         source = six_messages()
         tool = search_all(source)
         await tool.search(context(), request('alpha'))

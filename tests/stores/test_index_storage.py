@@ -80,7 +80,7 @@ async def change(
         first=0,
         lengths=encode_ints(lengths),
         seqs=encode_ints(range(len(lengths))),
-        roles=encode_roles(['user'] * len(lengths)),
+        roles=encode_roles(['user' for _ in lengths]),
         times=encode_floats([1.5] * len(lengths)),
         state=f'{{"seen": {seen}}}',
         postings_add=postings_add or {},

@@ -12,9 +12,8 @@ import pytest
 from durable_recall.base import _errors
 from durable_recall.base._codec import dump_messages
 from durable_recall.base._records import SnapshotDelta
-from durable_recall.stores import PostgresStepStore
+from durable_recall.stores import PostgresStepStore, redact_url
 from durable_recall.stores._migrations import SCHEMA_VERSION
-from durable_recall.stores.postgres._connect import redact_url
 
 from ._helpers import messages, registration, save_history
 

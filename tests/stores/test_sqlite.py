@@ -160,8 +160,7 @@ WRITER = textwrap.dedent(
 
     import anyio
 
-    from durable_recall._codec import dump_messages
-    from durable_recall._records import RunRegistration, SnapshotDelta
+    from durable_recall.base import RunRegistration, SnapshotDelta, dump_messages
     from durable_recall.stores import SqliteStepStore
     from pydantic_ai.messages import ModelRequest, UserPromptPart
 

@@ -34,7 +34,7 @@ _agent: Agent[None, str] | None = None
 
 
 def build_agent(store: StepStore) -> Agent[None, str]:
-    """The SPEC example's agent under `DBOSDurability()`."""
+    """The sample conversation's agent (see `workflows/conversation.py`) under `DBOSDurability()`."""
     return Agent(scripted_model(), name='support', capabilities=[*capabilities(store), DBOSDurability()])
 
 

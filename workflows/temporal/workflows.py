@@ -1,4 +1,4 @@
-"""The conversation workflow, and its agent, built once at module level as the SPEC example builds it.
+"""The conversation workflow, and its agent, built once at module level (the worker registers its activities).
 
 durable-recall is imported at top level, with no `workflow.unsafe.imports_passed_through()`: the
 worker's `DurableRecallPlugin()` passes it through Temporal's sandbox. The store comes from

@@ -16,11 +16,21 @@ from ._errors import (
     StoreUnavailableError,
     WorkflowCodeIOError,
 )
-from ._records import PersistBatch, RunRecord, RunRegistration, Segment, Snapshot, SnapshotDelta, SnapshotState
+from ._records import (
+    MAX_RUN_ID_LENGTH,
+    PersistBatch,
+    RunRecord,
+    RunRegistration,
+    Segment,
+    Snapshot,
+    SnapshotDelta,
+    SnapshotState,
+)
 from ._time import format_timestamp, parse_timestamp
 from ._warnings import DurableRecallDeprecationWarning
 
 __all__ = (
+    'MAX_RUN_ID_LENGTH',
     'CorruptRunError',
     'CorruptSnapshotError',
     'DurableRecallDeprecationWarning',

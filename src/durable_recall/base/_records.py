@@ -17,6 +17,7 @@ from typing import Literal, TypeAlias
 from pydantic_ai.messages import ModelMessage
 
 __all__ = (
+    'MAX_RUN_ID_LENGTH',
     'PersistBatch',
     'RunRecord',
     'RunRegistration',
@@ -25,6 +26,9 @@ __all__ = (
     'SnapshotDelta',
     'SnapshotState',
 )
+
+MAX_RUN_ID_LENGTH = 200
+"""The longest run id a store keeps; a search answers a longer one as an unknown run."""
 
 SnapshotState: TypeAlias = Literal['complete', 'interrupted']
 """`complete`: every tool call in the history has its return; `interrupted`: some call is open."""

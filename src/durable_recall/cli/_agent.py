@@ -1,4 +1,4 @@
-"""The demo agent: the SPEC's recall stack on one store, with whichever durability the engine needs."""
+"""The demo agent: the recall stack (persistence, search, compaction) on one store, on any engine."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ('build_agent',)
 
 
 def build_agent(model: Model | str, store: StepStore, durability: AbstractCapability[Any] | None) -> Agent[None, str]:
-    """`StepPersistence` + `ConversationSearch` + `SlidingWindowCompaction` on `store`, as in the SPEC.
+    """`StepPersistence` + `ConversationSearch` + `SlidingWindowCompaction` on `store`: the whole recall stack.
 
     Args:
         model: The scripted model, or a `provider:model` name for a real one.

@@ -18,14 +18,14 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
 
     Returns 1 when a run could not be read (named on the output; the rest is indexed).
     """
-    indexer = Indexer(opened.store)
+    indexer = Indexer.of_store(opened.store)
     conversation_id = None if args.all else args.conversation
     status = await indexer.storage.status(conversation_id, all_scopes=args.all)
     began = time.perf_counter()
     problems = await indexer.catch_up(status.pending)
     seconds = time.perf_counter() - began
     after = await indexer.storage.status(conversation_id, all_scopes=args.all)
-    unreadable = [{'run_id': e.run_id, 'snapshot': e.index, 'reason': e.reason} for e in problems]
+    unreadable = [{'run_id': e.run_id, 'snapshot': getattr(e, 'index', None), 'reason': e.reason} for e in problems]
     if args.json:
         write_json(
             {

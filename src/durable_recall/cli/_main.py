@@ -19,6 +19,8 @@ from typing import Any, NoReturn, TextIO
 from pydantic_ai.exceptions import UserError
 
 from ..base import DurableRecallError
+from ..search import ORDERS
+from ..text import ROLES
 from ._demo import add_demo_parser, run_demo
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError, one_line
 from ._index import index_store
@@ -169,12 +171,10 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         metavar='N',
         help='answer budget (default: 16000)',
     )
-    search.add_argument(
-        '--role', action='append', choices=('user', 'assistant', 'tool', 'system'), help='only these roles (repeatable)'
-    )
+    search.add_argument('--role', action='append', choices=ROLES, help='only these roles (repeatable)')
     search.add_argument('--since', metavar='TIME', help='only messages at or after this ISO-8601 time')
     search.add_argument('--until', metavar='TIME', help='only messages at or before this ISO-8601 time')
-    search.add_argument('--order', choices=('relevance', 'newest', 'oldest'), default='relevance')
+    search.add_argument('--order', choices=ORDERS, default='relevance')
 
 
 async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

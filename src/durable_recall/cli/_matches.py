@@ -1,6 +1,6 @@
 """The ranked matches of a search as data, for `search --json`.
 
-The tool answers with text; a script wants run ids, positions and scores. The `Searcher`'s
+The tool answers with text; a script wants run ids, positions and scores. The `SearchEngine`'s
 `rank` returns the very hits the answer shows as blocks, so each match here is a block of the
 answer printed beside it. The answer may show fewer blocks than there are matches when it
 reaches its byte budget.
@@ -26,8 +26,8 @@ def match_records(outcome: Outcome, skip_tools: Collection[str]) -> list[dict[st
 
 
 def _match_json(hit: Hit, terms: list[str], rarity: Mapping[str, float], skip_tools: Collection[str]) -> dict[str, Any]:
-    run = hit.section.indexed.run
-    message = hit.section.indexed.messages[hit.position]
+    run = hit.run
+    message = hit.message
     return {
         'run_id': run.run_id,
         'conversation_id': run.conversation_id,

@@ -88,6 +88,11 @@ class Progress:
         self._drawn_at = 0.0
         self._drawn = False
 
+    @property
+    def done(self) -> int:
+        """Units counted so far."""
+        return self._done
+
     def advance(self, step: int = 1) -> None:
         """Count `step` more units done, and redraw if it is time to."""
         self._done = min(self._done + step, self._total)

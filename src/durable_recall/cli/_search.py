@@ -1,9 +1,10 @@
 """`durable-recall search`: the tool's search, from a terminal.
 
-The answer comes from the very `Searcher` that `search_conversation_history` runs, over a
+The answer comes from the very `SearchEngine` that `search_conversation_history` runs, over a
 `SnapshotHistorySource` of the store, so the ranking, the scope rules, the excerpts and the wording
-are the tool's. `--conversation C` is the tool's `scope='conversation'` for a run of conversation
-`C`; `--all` is `scope='all'`. `--json` adds the ranked matches as data (see `_matches`).
+are the tool's, and the search catches the store's index up first, as the tool's does (its
+progress bar counts the runs caught up). `--conversation C` is the tool's `scope='conversation'`
+for a run of conversation `C`; `--all` is `scope='all'`. `--json` adds the ranked matches as data (see `_matches`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ import argparse
 from datetime import datetime
 from typing import Any, TextIO
 
-from ..base import RunRecord
-from ..history import HistorySource, RunHistory
 from ..index import Bm25Params
-from ..search import Searcher, SearchRequest, SearchScope, SnapshotHistorySource
-from ..text import SEARCH_TOOL_NAME
+from ..search import SearchEngine, SearchRequest, SearchScope, SnapshotHistorySource
+from ..text import DEFAULT_SKIP_TOOLS
 from ._errors import CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json
@@ -25,36 +24,29 @@ from ._store import OpenedStore
 __all__ = ('search_store',)
 
 _PROGRESS_THRESHOLD = 20
-_PARAMS = Bm25Params(k1=1.5, b=0.75)
-_SKIP_TOOLS = frozenset({SEARCH_TOOL_NAME})
 
 
-class _CountingSource:
-    """The store's history source, reporting each run it reads to a progress bar.
+class _CatchUpBar:
+    """A progress bar over the runs the search catches up (drawn once the engine reports the first batch).
 
-    The first search of a large store reads and rebuilds every run in scope; this is where that
-    time goes, so this is what the bar counts.
+    The first search of a store that was never indexed reads and indexes every run in scope; this
+    is where its time goes, so this is what the bar counts.
     """
 
-    def __init__(self, inner: HistorySource, *, stream: TextIO, forced: bool, one_run: bool) -> None:
-        self._inner = inner
+    def __init__(self, *, stream: TextIO, forced: bool) -> None:
         self._stream = stream
         self._forced = forced
-        self._one_run = one_run
-        self.progress: Progress | None = None
+        self._bar: Progress | None = None
 
-    async def list_runs(self, *, conversation_id: str | None = None) -> list[RunRecord]:
-        runs = await self._inner.list_runs(conversation_id=conversation_id)
-        total = min(len(runs), 1) if self._one_run else len(runs)
-        enabled = self._forced or (self._stream.isatty() and total > _PROGRESS_THRESHOLD)
-        self.progress = Progress('reading runs', total, stream=self._stream, enabled=enabled)
-        return runs
+    def advance(self, done: int, total: int) -> None:
+        if self._bar is None:
+            enabled = self._forced or (self._stream.isatty() and total > _PROGRESS_THRESHOLD)
+            self._bar = Progress('indexing runs', total, stream=self._stream, enabled=enabled)
+        self._bar.advance(done - self._bar.done)
 
-    async def run_history(self, run_id: str) -> RunHistory | None:
-        history = await self._inner.run_history(run_id)
-        if self.progress is not None:
-            self.progress.advance()
-        return history
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -70,26 +62,24 @@ async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextI
         until=_time_flag('--until', args.until),
         order=args.order,
     )
-    source = SnapshotHistorySource(opened.store)
-    counting = _CountingSource(source, stream=err, forced=args.progress, one_run=args.run is not None)
-    searcher = Searcher(
-        source=counting,
-        params=_PARAMS,
+    engine = SearchEngine(
+        source=SnapshotHistorySource(opened.store),
+        params=Bm25Params(),
         max_matches=args.max_matches,
         context_lines=args.context_lines,
         max_result_bytes=args.max_bytes,
-        skip_tools=_SKIP_TOOLS,
+        skip_tools=DEFAULT_SKIP_TOOLS,
     )
+    bar = _CatchUpBar(stream=err, forced=args.progress)
     try:
-        outcome = await searcher.rank(request, scope=scope, conversation_id=conversation_id)
+        outcome = await engine.rank(request, scope=scope, conversation_id=conversation_id, progress=bar.advance)
     finally:
-        if counting.progress is not None:
-            counting.progress.close()
-    answer = outcome.answer(searcher)
+        bar.close()
+    answer = outcome.answer(args.max_bytes)
     if not args.json:
         out.write(answer + '\n')
         return 0
-    matches = match_records(outcome, _SKIP_TOOLS)
+    matches = match_records(outcome, DEFAULT_SKIP_TOOLS)
     document: dict[str, Any] = {
         'store': opened.label,
         'query': request.query,

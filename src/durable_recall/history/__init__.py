@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+from ._fold_state import FoldState
 from ._hash import message_hash, message_hashes
-from ._rebuild import FoldState, RecordBuilder, strip_artifacts
+from ._rebuild import RecordBuilder
 from ._source import HistorySource, RunHistory
+from ._strip import strip_artifacts
 
 __all__ = (
     'FoldState',

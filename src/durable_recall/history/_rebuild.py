@@ -53,121 +53,17 @@ rebuilt in time linear in its snapshots times the context size.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from difflib import SequenceMatcher
 
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage
 
-from ..text import (
-    compaction_marker_count,
-    has_compaction_marker,
-    is_compaction_marker,
-    is_compaction_receipt,
-    is_marker_part,
-    is_summary_artifact,
-)
-from ._hash import RECORD_PART_KINDS, canonical_form, message_hash
+from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker
+from ._fold_state import FoldState
+from ._hash import message_hash
+from ._matching import Seen, anchors, extends, is_edit_of, same
+from ._strip import strip_artifacts
 
-__all__ = ('FoldState', 'RecordBuilder', 'strip_artifacts')
-
-
-def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
-    """The message without compaction artifacts, or `None` if nothing of it is conversation.
-
-    Our compaction marker goes whole; harness summary parts (both stored shapes) and receipt parts
-    go part by part, and a message they leave with nothing but configuration records (an
-    instruction change core appended to it, say) goes too. A message that was empty to begin with
-    stays: it was persisted as such.
-    """
-    if is_compaction_marker(message):
-        return None
-    parts = [
-        part
-        for part in message.parts
-        if not (is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part))
-    ]
-    if len(parts) == len(message.parts):
-        return message
-    if all(part.part_kind in RECORD_PART_KINDS for part in parts):
-        return None
-    return replace(message, parts=parts)
-
-
-@dataclass(eq=False)
-class _Seen:
-    """One message of the last folded snapshot."""
-
-    message: ModelMessage
-    digest: str
-    body_position: int
-    seq: int = -1
-    record_index: int | None = None
-    _identity: frozenset[tuple[str, object]] | None = field(default=None, repr=False)
-
-    @property
-    def identity(self) -> frozenset[tuple[str, object]]:
-        if self._identity is None:
-            self._identity = _identity(self.message)
-        return self._identity
-
-
-@dataclass(frozen=True)
-class FoldState:
-    """What a `RecordBuilder` needs to go on folding, without the record itself.
-
-    Attributes:
-        size: The record's length.
-        marker: The dropped count of the last folded snapshot's compaction marker (0 for none).
-        previous: The last folded snapshot's messages (artifacts removed) as
-            `(hash, body position, log number, record position or None)`.
-        record: The record's hash at each position `previous` names, where it differs from the
-            hash of the `previous` entry naming it (an edit kept the original).
-    """
-
-    size: int
-    marker: int
-    previous: tuple[tuple[str, int, int, int | None], ...]
-    record: Mapping[int, str]
-
-    def to_json(self) -> str:
-        """Compact JSON text, for the index to store."""
-        return json.dumps(
-            {
-                'size': self.size,
-                'marker': self.marker,
-                'previous': [list(entry) for entry in self.previous],
-                'record': [[position, digest] for position, digest in sorted(self.record.items())],
-            },
-            separators=(',', ':'),
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> FoldState:
-        """Read `to_json` text back.
-
-        Raises:
-            ValueError: The text is not a state this version wrote.
-        """
-        try:
-            data = json.loads(text)
-            return cls(
-                size=int(data['size']),
-                marker=int(data['marker']),
-                previous=tuple(
-                    (str(digest), int(body), int(seq), None if record is None else int(record))
-                    for digest, body, seq, record in data['previous']
-                ),
-                record={int(position): str(digest) for position, digest in data['record']},
-            )
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f'not a record builder state: {error}') from error
-
-    def needed(self) -> tuple[list[int], list[int]]:
-        """The log numbers of `previous`, and the record positions whose message must be loaded to resume."""
-        return [seq for _, _, seq, _ in self.previous], sorted(self.record)
+__all__ = ('RecordBuilder',)
 
 
 class RecordBuilder:
@@ -187,7 +83,7 @@ class RecordBuilder:
         self._messages: list[ModelMessage | None] = []
         self._hashes: list[str] = []
         self._seqs: list[int] = []
-        self._previous: list[_Seen] = []
+        self._previous: list[Seen] = []
         self._previous_marker = 0
         self._changes: dict[int, ModelMessage | None] = {}
 
@@ -213,7 +109,7 @@ class RecordBuilder:
         for digest, body_position, seq, record_index in state.previous:
             cleaned = strip_artifacts(previous[seq])
             message = previous[seq] if cleaned is None else cleaned
-            builder._previous.append(_Seen(message, digest, body_position, seq, record_index))
+            builder._previous.append(Seen(message, digest, body_position, seq, record_index))
             if record_index is not None and record_index not in state.record:
                 builder._messages[record_index] = message
                 builder._hashes[record_index] = digest
@@ -310,17 +206,17 @@ class RecordBuilder:
         self._previous = current
         self._previous_marker = marker or 0
 
-    def _hashed(self, body: list[tuple[int, ModelMessage, int]]) -> list[_Seen]:
+    def _hashed(self, body: list[tuple[int, ModelMessage, int]]) -> list[Seen]:
         """Hash the snapshot, reusing the previous snapshot's hash for an equal message where expected."""
         previous = self._previous
         positions: dict[str, int] = {}
         for index in range(len(previous) - 1, -1, -1):
             positions[previous[index].digest] = index
-        seen: list[_Seen] = []
+        seen: list[Seen] = []
         expected = 0
         for body_position, message, seq in body:
             if expected < len(previous) and (
-                (seq >= 0 and previous[expected].seq == seq) or _same(previous[expected].message, message)
+                (seq >= 0 and previous[expected].seq == seq) or same(previous[expected].message, message)
             ):
                 digest = previous[expected].digest
                 expected += 1
@@ -329,12 +225,12 @@ class RecordBuilder:
                 found = positions.get(digest)
                 if found is not None and found >= expected:
                     expected = found + 1
-            seen.append(_Seen(message, digest, body_position, seq))
+            seen.append(Seen(message, digest, body_position, seq))
         return seen
 
-    def _align(self, previous: list[_Seen], current: list[_Seen]) -> None:
+    def _align(self, previous: list[Seen], current: list[Seen]) -> None:
         done_previous = done_current = 0
-        for previous_index, current_index in _anchors([s.digest for s in previous], [s.digest for s in current]):
+        for previous_index, current_index in anchors([s.digest for s in previous], [s.digest for s in current]):
             self._pair_edits(previous[done_previous:previous_index], current[done_current:current_index])
             self._keep(previous[previous_index], current[current_index])
             done_previous, done_current = previous_index + 1, current_index + 1
@@ -348,7 +244,7 @@ class RecordBuilder:
             self._hashes.append(seen.digest)
             self._seqs.append(seen.seq)
 
-    def _replace(self, index: int, seen: _Seen) -> None:
+    def _replace(self, index: int, seen: Seen) -> None:
         """Put another copy at a record position, noting it as changed unless it is the same log entry."""
         if self._tracking and (seen.seq < 0 or seen.seq != self._seqs[index]) and index not in self._changes:
             self._changes[index] = self._messages[index]
@@ -356,14 +252,14 @@ class RecordBuilder:
         self._hashes[index] = seen.digest
         self._seqs[index] = seen.seq
 
-    def _keep(self, old: _Seen, new: _Seen) -> None:
+    def _keep(self, old: Seen, new: Seen) -> None:
         """An anchored message: the later copy replaces the record's when the record holds this content."""
         new.record_index = old.record_index
         index = old.record_index
         if index is not None and self._hashes[index] == new.digest and (new.seq < 0 or new.seq != self._seqs[index]):
             self._replace(index, new)
 
-    def _pair_edits(self, old: Sequence[_Seen], new: Sequence[_Seen], *, stop_at_first_new: bool = False) -> int:
+    def _pair_edits(self, old: Sequence[Seen], new: Sequence[Seen], *, stop_at_first_new: bool = False) -> int:
         """Pair each new message with the next old one whose identity it keeps; returns how many leading ones paired.
 
         Between anchors an unpaired message is a rewrite and is skipped; after the last anchor
@@ -371,7 +267,7 @@ class RecordBuilder:
         """
         start = paired = 0
         for seen in new:
-            match = next((k for k in range(start, len(old)) if _is_edit_of(seen, old[k])), None)
+            match = next((k for k in range(start, len(old)) if is_edit_of(seen, old[k])), None)
             if match is None:
                 if stop_at_first_new:
                     break
@@ -381,59 +277,10 @@ class RecordBuilder:
             paired += 1
         return paired
 
-    def _edit(self, old: _Seen, new: _Seen) -> None:
+    def _edit(self, old: Seen, new: Seen) -> None:
         """An edited message: the record keeps its original unless the edit only appended parts."""
         new.record_index = index = old.record_index
         if index is None:
             return
-        if self._hashes[index] == new.digest or _extends(new.message, self.message(index)):
+        if self._hashes[index] == new.digest or extends(new.message, self.message(index)):
             self._replace(index, new)
-
-
-def _anchors(previous: list[str], current: list[str]) -> list[tuple[int, int]]:
-    """Matched `(previous, current)` positions, increasing in both, with equal hashes."""
-    if current[: len(previous)] == previous:
-        return [(index, index) for index in range(len(previous))]
-    matcher = SequenceMatcher(None, previous, current, autojunk=False)
-    return [(a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)]
-
-
-def _identity(message: ModelMessage) -> frozenset[tuple[str, object]]:
-    """What an in-place edit of the message keeps and a separately created message does not share."""
-    if isinstance(message, ModelResponse):
-        marks: set[tuple[str, object]] = {('response-at', message.timestamp)}
-        if message.provider_response_id:
-            marks.add(('response-id', message.provider_response_id))
-        return frozenset(marks)
-    marks = set()
-    for part in message.parts:
-        if part.part_kind in RECORD_PART_KINDS:
-            continue
-        call_id: object = getattr(part, 'tool_call_id', None)
-        if isinstance(call_id, str) and call_id:
-            marks.add(('call', call_id))
-        created: object = getattr(part, 'timestamp', None)
-        if isinstance(created, datetime):
-            marks.add(('part-at', created))
-    return frozenset(marks)
-
-
-def _is_edit_of(new: _Seen, old: _Seen) -> bool:
-    return type(new.message) is type(old.message) and not new.identity.isdisjoint(old.identity)
-
-
-def _extends(new: ModelMessage, old: ModelMessage) -> bool:
-    """Whether `new` is `old` with parts appended (its parts start with all of `old`'s)."""
-    old_parts = canonical_form(old)['parts']
-    new_parts = canonical_form(new)['parts']
-    return len(new_parts) > len(old_parts) and new_parts[: len(old_parts)] == old_parts
-
-
-def _same(a: ModelMessage, b: ModelMessage) -> bool:
-    """Equal as dataclasses (so equal hashes); a content type with odd equality just counts as different."""
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except Exception:
-        return False

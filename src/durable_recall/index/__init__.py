@@ -2,6 +2,8 @@
 
 * `_chunks`, `_layout`: how postings and per-run arrays are packed into bytes;
 * `_storage`: the port a store implements (`IndexStorage`: reads, and commits of catch-ups);
+* `_apply`, `_inline`: how a commit is applied, once for every store, over the store's
+  primitive writes (`IndexWriter`, `apply_commits`, `run_inline`);
 * `_reader`: what catch-up reads from a store (`SnapshotReader`);
 * `_catch_up`: folding new snapshots and turning what changed into commits (`Indexer`,
   `update_index`);
@@ -10,9 +12,12 @@
 
 from __future__ import annotations
 
+from ._apply import FullTail, IndexWriter, StoredRun, TermChunk, apply_commits
 from ._bm25 import Bm25Params, idf, score_term
-from ._catch_up import Indexer, record_text_terms, update_index
+from ._catch_up import Indexer, Progress, Unreadable, record_text_terms, update_index
 from ._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, merged, seal_tail, without_run
+from ._feed import Folded, RecordFeed, RecordView, SnapshotFeed
+from ._inline import run_inline
 from ._layout import ROLE_NAMES, decode_floats, decode_ints
 from ._reader import SnapshotReader
 from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
@@ -24,23 +29,35 @@ __all__ = (
     'SEAL_BYTES',
     'Bm25Params',
     'IndexStorage',
+    'IndexWriter',
     'IndexedRunRow',
+    'Folded',
+    'FullTail',
     'Indexer',
     'Match',
     'Posting',
     'Postings',
     'PostingsRow',
+    'Progress',
+    'RecordFeed',
+    'RecordView',
     'RunCommit',
     'ScopeStatus',
+    'SnapshotFeed',
     'SnapshotReader',
     'StaleIndexError',
+    'StoredRun',
+    'TermChunk',
+    'Unreadable',
     'appended_postings',
+    'apply_commits',
     'decode_chunk',
     'decode_floats',
     'decode_ints',
     'idf',
     'merged',
     'record_text_terms',
+    'run_inline',
     'run_matches',
     'scope_matches',
     'score_term',

@@ -10,19 +10,18 @@ negative and would push such documents down.
                idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
 
 Each query term is scored on its own and the scores add up (OR semantics, no phrases), so rare
-terms count for more than common ones. The persistent index computes the same numbers from its
-postings with `idf` and `score_term`; `rank` is the whole computation over an in-memory corpus,
-and the oracle the index is tested against.
+terms count for more than common ones. Only the pieces live here: `idf`, and `score_term`, one
+term's contribution written out once. The index's scorer (`_scoring`) adds the same expression up
+inline over decoded postings, in the same order of operations, so its scores are these to the
+last bit.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ('Bm25Params', 'idf', 'rank', 'score_term', 'term_frequencies')
+__all__ = ('Bm25Params', 'idf', 'score_term')
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,55 +84,3 @@ def score_term(tf: int, dl: int, avgdl: float, idf: float, params: Bm25Params) -
         return 0.0
     k1 = params.k1
     return idf * tf * (k1 + 1) / (tf + k1 * (1 - params.b + params.b * dl / avgdl))
-
-
-def rank(
-    query_terms: Iterable[str],
-    docs_term_freqs: Sequence[Mapping[str, int]],
-    doc_lengths: Sequence[int],
-    params: Bm25Params | None = None,
-) -> list[tuple[int, float]]:
-    """Rank a corpus for a query: `(document index, score)`, best first, scores above 0 only.
-
-    Args:
-        query_terms: The query's terms (from `tokenize`). A repeated term counts once: typing a
-            word twice is not a reason to weigh it double.
-        docs_term_freqs: Per document, how often each term occurs in it.
-        doc_lengths: Per document, its length in tokens. Documents without text are still
-            documents: they count toward N and the average length, and never score.
-        params: `k1` and `b`; the defaults when `None`.
-
-    Returns:
-        Documents with a positive score, by score descending. The sort is stable, so equal scores
-        keep corpus order, which makes results reproducible.
-
-    Raises:
-        ValueError: `doc_lengths` and `docs_term_freqs` differ in length.
-    """
-    if len(doc_lengths) != len(docs_term_freqs):
-        raise ValueError(
-            'doc_lengths and docs_term_freqs must have the same length, '
-            f'got {len(doc_lengths)} and {len(docs_term_freqs)}'
-        )
-    if params is None:
-        params = Bm25Params()
-    terms = list(dict.fromkeys(query_terms))
-    n_docs = len(docs_term_freqs)
-    if not terms or n_docs == 0:
-        return []
-    avgdl = sum(doc_lengths) / n_docs
-    idfs = [idf(n_docs, sum(1 for freqs in docs_term_freqs if freqs.get(term, 0) > 0)) for term in terms]
-    ranked: list[tuple[int, float]] = []
-    for index, (freqs, dl) in enumerate(zip(docs_term_freqs, doc_lengths, strict=True)):
-        score = 0.0
-        for term, term_idf in zip(terms, idfs, strict=True):
-            score += score_term(freqs.get(term, 0), dl, avgdl, term_idf, params)
-        if score > 0:
-            ranked.append((index, score))
-    ranked.sort(key=lambda item: -item[1])
-    return ranked
-
-
-def term_frequencies(terms: Iterable[str]) -> dict[str, int]:
-    """How often each term occurs: a document's side of `rank`, from its `tokenize` output."""
-    return dict(Counter(terms))

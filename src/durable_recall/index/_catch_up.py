@@ -1,29 +1,42 @@
-"""Catch-up: fold the snapshots a run saved since it was last indexed, and index what changed.
+"""Catch-up: turn what changed in a run's record since it was last indexed into one commit.
 
-Each run's index row keeps the record builder's resumable state and the last snapshot read, so
-catching up reads only the new snapshots (plus the few stored messages the state names), and each
-record message is tokenized once: when it is appended, or again only if a different stored copy
-replaces it with different text. A run's catch-up is one transaction; two processes catching up
-the same run race on its `seen` watermark and the loser reads again.
+A record feed (`_feed`) says what changed: for a store, the snapshots saved since the run's index
+row, folded from the builder state the row keeps. Each record message is tokenized once: when it is
+appended, or again only if a different stored copy replaces it with different text. Runs are
+caught up in batches, each one transaction; two processes catching up the same run race on its
+`seen` watermark and the loser reads again.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage
 
-from ..base import CorruptSnapshotError, RunRecord, format_timestamp
-from ..history import FoldState, RecordBuilder
+from ..base import CorruptRunError, CorruptSnapshotError, RunRecord, format_timestamp
 from ..text import index_text, message_role, tokenize
 from ._chunks import decode_chunk, run_postings
+from ._feed import RecordFeed, RecordView, SnapshotFeed
 from ._layout import decode_floats, decode_ints, encode_floats, encode_ints, encode_roles
 from ._reader import SnapshotReader
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
 
-__all__ = ('Indexer', 'hash_key', 'record_text_terms', 'update_index')
+__all__ = (
+    'Indexer',
+    'Progress',
+    'Unreadable',
+    'record_text_terms',
+    'update_index',
+)
+
+Unreadable = CorruptSnapshotError | CorruptRunError
+"""A run catch-up could not read: named in the search answer, retried on the next catch-up."""
+
+Progress = Callable[[int, int], None]
+"""Called as batches of runs are caught up, with the runs done so far and the runs to catch up in all."""
+
 
 _RETRIES = 8
 
@@ -64,31 +77,53 @@ class _Arrays:
 
 
 class Indexer:
-    """Brings a store's index up to date with its snapshots, run by run."""
+    """Brings an index up to date with its records, run by run, in batches of one transaction each."""
 
-    def __init__(self, store: SnapshotReader) -> None:
-        self._store = store
-        self._storage: IndexStorage = store.index_storage()
+    def __init__(self, storage: IndexStorage, feed: RecordFeed) -> None:
+        self._storage = storage
+        self._feed = feed
+
+    @classmethod
+    def of_store(cls, store: SnapshotReader) -> Indexer:
+        """The indexer of a store's own index, fed by its snapshots."""
+        return cls(store.index_storage(), SnapshotFeed(store))
 
     @property
     def storage(self) -> IndexStorage:
-        """The store's index tables."""
+        """The index port written to."""
         return self._storage
 
-    async def catch_up(self, run_ids: Iterable[str]) -> list[CorruptSnapshotError]:
-        """Index the new snapshots of these runs (oldest first, so inheritance sees earlier runs).
+    async def catch_up(self, run_ids: Iterable[str], progress: Progress | None = None) -> list[Unreadable]:
+        """Index what changed in these runs (oldest first, so inheritance sees earlier runs).
 
         Returns:
-            The corruption errors of runs that could not be read; their index stays at the last
-            snapshot that could, and they are retried on the next catch-up.
+            The runs that could not be read; their index stays at what could, and they are
+            retried on the next catch-up.
         """
-        problems: list[CorruptSnapshotError] = []
+        problems: list[Unreadable] = []
         ids = list(dict.fromkeys(run_ids))
         for start in range(0, len(ids), _BATCH_RUNS):
-            problems += await self._catch_up_batch(ids[start : start + _BATCH_RUNS])
+            batch = ids[start : start + _BATCH_RUNS]
+            problems += await self._catch_up_batch(batch)
+            if progress is not None:
+                progress(start + len(batch), len(ids))
         return problems
 
-    async def _catch_up_batch(self, run_ids: list[str]) -> list[CorruptSnapshotError]:
+    async def _records(self, run_ids: list[str]) -> tuple[dict[str, RunRecord], list[Unreadable]]:
+        try:
+            return await self._feed.records(run_ids), []
+        except CorruptRunError:
+            pass
+        records: dict[str, RunRecord] = {}
+        problems: list[Unreadable] = []
+        for run_id in run_ids:
+            try:
+                records.update(await self._feed.records([run_id]))
+            except CorruptRunError as error:
+                problems.append(error)
+        return records, problems
+
+    async def _catch_up_batch(self, run_ids: list[str]) -> list[Unreadable]:
         """Catch runs up together: their reads first, then one transaction for all their commits.
 
         One commit for many runs writes each term's open tail once for all of them, where a
@@ -97,8 +132,7 @@ class Indexer:
         indexed one of the runs meanwhile, the batch commits nothing and its runs are caught up
         one by one instead.
         """
-        problems: list[CorruptSnapshotError] = []
-        records = await self._store.get_runs(run_ids)
+        records, problems = await self._records(run_ids)
         rows = await self._storage.load_runs(run_ids)
         pending: list[RunCommit] = []
         held: dict[str, dict[bytes, str]] = {}
@@ -125,15 +159,15 @@ class Indexer:
             problems += await self._commit(pending)
         return problems
 
-    async def _commit(self, changes: list[RunCommit]) -> list[CorruptSnapshotError]:
+    async def _commit(self, changes: list[RunCommit]) -> list[Unreadable]:
         try:
             await self._storage.commit_many(changes)
         except StaleIndexError:
             return await self._one_by_one([change.run_id for change in changes])
         return []
 
-    async def _one_by_one(self, run_ids: list[str]) -> list[CorruptSnapshotError]:
-        problems: list[CorruptSnapshotError] = []
+    async def _one_by_one(self, run_ids: list[str]) -> list[Unreadable]:
+        problems: list[Unreadable] = []
         for run_id in run_ids:
             for attempt in range(_RETRIES):
                 try:
@@ -142,13 +176,13 @@ class Indexer:
                 except StaleIndexError:
                     if attempt == _RETRIES - 1:
                         raise
-                except CorruptSnapshotError as error:
+                except (CorruptSnapshotError, CorruptRunError) as error:
                     problems.append(error)
                     break
         return problems
 
     async def _catch_up_run(self, run_id: str) -> None:
-        run = await self._store.get_run(run_id)
+        run = (await self._feed.records([run_id])).get(run_id)
         if run is None:
             return
         row = (await self._storage.load_runs([run_id])).get(run_id)
@@ -157,7 +191,7 @@ class Indexer:
     async def _prepare(
         self, run: RunRecord, row: IndexedRunRow | None, held: Mapping[str, Mapping[bytes, str]]
     ) -> RunCommit:
-        """The run's catch-up from its index row: fold its new snapshots, tokenize what changed.
+        """The run's catch-up from its index row: fold what changed, tokenize it.
 
         Args:
             run: The run's record.
@@ -165,35 +199,27 @@ class Indexer:
             held: Hashes that runs of the same batch, not committed yet, will hold, per
                 conversation: for the inheritance check.
         """
-        run_id = run.run_id
-        seen = row.seen if row is not None else -1
-        snapshots = await self._store.list_snapshots(run_id, include_interrupted=True, after=seen)
+        folded = await self._feed.fold(run, row)
+        record, changes = folded.record, folded.changes
         arrays = _Arrays.of(row)
-        builder = await self._builder(run_id, row, arrays)
         old_size = len(arrays.lengths)
-        upto = seen
-        for snapshot in snapshots:
-            upto = max(upto, snapshot.index)
-            if snapshot.state == 'complete':
-                builder.fold(snapshot.messages, snapshot.seqs)
-        changes = builder.take_changes()
         old_first = first = row.first if row is not None else 0
         old_own = _own(arrays, first)
-        if run.conversation_id is not None and first == old_size and len(builder) > old_size:
-            first = await self._inherited_prefix(run, builder, first, held.get(run.conversation_id, {}))
+        if run.conversation_id is not None and first == old_size and len(record) > old_size:
+            first = await self._inherited_prefix(run, record, first, held.get(run.conversation_id, {}))
         replaced: dict[int, Counter[str]] = {}
         affected: set[str] = set()
         added: dict[str, list[Posting]] = {}
         hashes: list[bytes] = []
         for position in sorted(changes):
-            message = builder.message(position)
+            message = record.message(position)
             if position < first:
                 # Inherited: indexed under the run that persisted it first. A `run_id` search
-                # reads these few messages back instead (see `IndexedCorpus`).
-                _put(arrays, position, 0, builder.seq(position), message, run)
+                # reads these few messages back instead.
+                _put(arrays, position, 0, record.seq(position), message, run)
                 continue
             terms = Counter(record_text_terms(message))
-            _put(arrays, position, terms.total(), builder.seq(position), message, run)
+            _put(arrays, position, terms.total(), record.seq(position), message, run)
             if old_first <= position < old_size:
                 previous = changes[position]
                 before = Counter(record_text_terms(previous)) if previous is not None else Counter[str]()
@@ -201,7 +227,7 @@ class Indexer:
                     replaced[position] = terms
                     affected.update(before, terms)
                 continue
-            hashes.append(hash_key(builder.hash(position)))
+            hashes.append(hash_key(record.hash(position)))
             length = terms.total()
             for term, count in terms.items():
                 added.setdefault(term, []).append((position, count, length))
@@ -210,18 +236,18 @@ class Indexer:
             added.pop(term, None)
         own = _own(arrays, first)
         return RunCommit(
-            run_id=run_id,
+            run_id=run.run_id,
             conversation_id=run.conversation_id,
             started_at=format_timestamp(run.started_at),
             expected_seen=row.seen if row is not None else -2,
-            seen=upto,
-            upto=upto,
+            seen=folded.upto,
+            upto=folded.upto,
             first=first,
             lengths=encode_ints(arrays.lengths),
             seqs=encode_ints(arrays.seqs),
             roles=bytes(arrays.roles),
             times=encode_floats(arrays.times),
-            state=builder.state.to_json() if len(builder) or snapshots else (row.state if row else ''),
+            state=folded.state,
             postings_add=added,
             postings_set=postings_set,
             hashes=hashes,
@@ -229,32 +255,17 @@ class Indexer:
             length_delta=own[1] - old_own[1],
         )
 
-    async def _builder(self, run_id: str, row: IndexedRunRow | None, arrays: _Arrays) -> RecordBuilder:
-        if row is None or not row.state:
-            return RecordBuilder(track_changes=True)
-        try:
-            state = FoldState.from_json(row.state)
-        except ValueError as error:
-            raise CorruptSnapshotError(run_id, row.seen, f'the index state does not read ({error})') from error
-        previous, positions = state.needed()
-        wanted = [*previous, *(arrays.seqs[position] for position in positions)]
-        loaded = await self._store.read_messages(run_id, wanted)
-        missing = [seq for seq in wanted if seq not in loaded]
-        if missing:
-            raise CorruptSnapshotError(run_id, row.seen, f'message log entries {missing[:5]} are missing')
-        return RecordBuilder.resume(state, loaded, {p: loaded[arrays.seqs[p]] for p in positions})
-
     async def _inherited_prefix(
-        self, run: RunRecord, builder: RecordBuilder, first: int, batch: Mapping[bytes, str]
+        self, run: RunRecord, record: RecordView, first: int, batch: Mapping[bytes, str]
     ) -> int:
         """Extend the run's inherited prefix over leading messages an earlier run of the conversation holds."""
         assert run.conversation_id is not None
-        candidates = [hash_key(builder.hash(position)) for position in range(first, len(builder))]
+        candidates = [hash_key(record.hash(position)) for position in range(first, len(record))]
         held = await self._storage.inherited(run.conversation_id, candidates, exclude_run_id=run.run_id)
         held.update(digest for digest in candidates if batch.get(digest, run.run_id) != run.run_id)
-        while first < len(builder):
-            message = builder.message(first)
-            if hash_key(builder.hash(first)) not in held or message.run_id == run.token:
+        while first < len(record):
+            message = record.message(first)
+            if hash_key(record.hash(first)) not in held or message.run_id == run.token:
                 break
             first += 1
         return first
@@ -306,7 +317,9 @@ def _own(arrays: _Arrays, first: int) -> tuple[int, int]:
     return max(len(arrays.lengths) - first, 0), sum(arrays.lengths[first:])
 
 
-async def update_index(store: SnapshotReader, conversation_id: str | None = None) -> list[CorruptSnapshotError]:
+async def update_index(
+    store: SnapshotReader, conversation_id: str | None = None, *, progress: Progress | None = None
+) -> list[Unreadable]:
     """Bring a store's search index up to date with its snapshots, now rather than at the next search.
 
     Searches catch the index up themselves, so this is never required; it moves the cost out of
@@ -316,11 +329,12 @@ async def update_index(store: SnapshotReader, conversation_id: str | None = None
     Args:
         store: The store `StepPersistence` writes to.
         conversation_id: Only this conversation's runs; `None` indexes every run in the store.
+        progress: Called with the runs done and the runs in all, as batches commit.
 
     Returns:
         Errors for runs whose snapshots could not be read (their index stays at the last
         snapshot that could; a later catch-up retries them).
     """
-    indexer = Indexer(store)
+    indexer = Indexer.of_store(store)
     status = await indexer.storage.status(conversation_id, all_scopes=conversation_id is None)
-    return await indexer.catch_up(status.pending)
+    return await indexer.catch_up(status.pending, progress)

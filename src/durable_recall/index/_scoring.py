@@ -1,8 +1,8 @@
 """BM25 over stored postings: which postings of a term count in a search, and what they score.
 
-Pure arithmetic on decoded postings, kept apart from where they come from: the same expression,
-in the same order of operations, as `score_term`, so the index and the in-memory corpus produce
-bit-identical scores.
+Pure arithmetic on decoded postings, kept apart from where they come from, so every store's index
+scores alike. Each posting's gain is `score_term`'s expression written out inline, in the same
+order of operations, so the scores are exactly BM25 as `_bm25` defines it, to the last bit.
 """
 
 from __future__ import annotations
@@ -134,8 +134,8 @@ def top_scores(
     to thousands. Every score returned is exact; documents left out score below the `k`-th best
     (or tie it only if already present, so ties resolve as in the full ranking).
 
-    Terms are added in `term_order`, the order the in-memory corpus adds them in too, so both
-    sum the same floats in the same order and agree to the last bit.
+    Terms are added in `term_order`, not in the query's order, so a document's score is the same
+    float however the query orders its words.
 
     Args:
         terms: `(term, idf, matches)` per distinct query term.

@@ -3,7 +3,8 @@
 The index is derived data kept beside the snapshots, in the same database, so that a process
 that starts cold answers from it instead of re-reading snapshots. It is written by catch-up
 ([`Indexer`][durable_recall.index.Indexer]): a store only marks which runs got snapshots since
-they were indexed (`pending`), and applies each run's catch-up as one transaction.
+they were indexed (`pending`), and applies each batch of catch-ups as one transaction, with the
+algorithm in `_apply` over the store's primitive writes (`IndexWriter`).
 
 Identifiers:
 
@@ -197,7 +198,9 @@ class IndexStorage(Protocol):
         """Apply several runs' catch-ups (one per run), in order, in one transaction.
 
         Each term's new postings of all the runs are appended to its open tail in one write.
-        A change for a run deleted meanwhile is skipped, as `commit` skips it.
+        A change for a run deleted meanwhile is skipped, as `commit` skips it. Every store does
+        this the same way: one transaction of its own around
+        [`apply_commits`][durable_recall.index.apply_commits] over its `IndexWriter`.
 
         Raises:
             StaleIndexError: A run's stored `seen` is not its change's `expected_seen`; nothing

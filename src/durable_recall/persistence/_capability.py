@@ -14,21 +14,17 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 
-from ..base import PersistBatch, RunRegistration, SnapshotDelta, dump_messages
+from ..base import MAX_RUN_ID_LENGTH, PersistBatch, RunRegistration, SnapshotDelta, dump_messages
 from ..stores import StepStore
+from ..text import SEARCH_TOOL_NAME
 from ._delta import diff_history, is_identity
 from ._guard import refuse_workflow_code
 from ._settled import snapshot_state
 
-__all__ = ('SEARCH_TOOL_NAME', 'StepPersistence')
-
-SEARCH_TOOL_NAME = 'search_conversation_history'
-"""The recall tool; queued snapshots are written before it runs, so it sees the whole run."""
+__all__ = ('StepPersistence',)
 
 _enclosing_run_id: ContextVar[str | None] = ContextVar('durable_recall_enclosing_run_id', default=None)
 """The store run id of the persisted run whose code is executing, so a nested run records its parent."""
-
-_MAX_RUN_ID_LENGTH = 200
 
 
 @dataclass
@@ -284,8 +280,11 @@ class _RecentRuns:
 
 
 def _check_run_id(name: str, value: object) -> None:
-    if not isinstance(value, str) or not value or len(value) > _MAX_RUN_ID_LENGTH:
-        raise ValueError(f'StepPersistence {name} must be a non-empty string of at most 200 characters, got {value!r}')
+    if not isinstance(value, str) or not value or len(value) > MAX_RUN_ID_LENGTH:
+        raise ValueError(
+            f'StepPersistence {name} must be a non-empty string of at most {MAX_RUN_ID_LENGTH} characters, '
+            f'got {value!r}'
+        )
 
 
 def _check_positive_int(name: str, value: object) -> None:

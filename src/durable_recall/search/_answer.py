@@ -10,20 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from ..base import CorruptRunError, CorruptSnapshotError
 from ..text import display_lines
-from ._corpus import Hit
+from ._hits import Hit
 
 __all__ = (
+    'SEPARATOR',
     'empty_conversation',
     'empty_store',
     'blocks_fitting',
+    'echo',
     'format_blocks',
-    'format_hits',
     'render_blocks',
     'no_conversation',
     'no_matches',
     'no_run',
     'no_terms',
+    'unreadable',
     'unreadable_note',
 )
 
@@ -76,31 +79,17 @@ def no_matches(query: str, total: int) -> str:
     return f'No matches for {echo(query)} in {total} persisted messages.'
 
 
+def unreadable(problem: CorruptSnapshotError | CorruptRunError) -> str:
+    """How the answer names a run, or a snapshot of it, that could not be read."""
+    if isinstance(problem, CorruptRunError):
+        return f'run {echo(problem.run_id)} ({problem.reason})'
+    return f'run {echo(problem.run_id)}, snapshot {problem.index} ({problem.reason})'
+
+
 def unreadable_note(problems: Sequence[str]) -> str:
     """Runs that could not be read; named so that nothing is silently missing from the results."""
     listed = '; '.join(problems)
     return f'Warning: part of the persisted history could not be read and was not searched: {listed}.'
-
-
-def format_hits(
-    query: str,
-    total: int,
-    hits: Sequence[Hit],
-    *,
-    terms: Collection[str],
-    rarity: Mapping[str, float],
-    context_lines: int,
-    max_bytes: int,
-    skip_tools: Collection[str],
-) -> str:
-    """The header and one block per hit, a window of `context_lines` messages around it.
-
-    A hit whose own message an earlier block already showed is skipped (it does not use up a
-    slot; the caller passes more hits than it wants). Blocks stop at `max_bytes` of UTF-8, with a
-    closing line saying how many were left out.
-    """
-    blocks = render_blocks(hits, set(), terms=terms, rarity=rarity, context_lines=context_lines, skip_tools=skip_tools)
-    return format_blocks(query, total, blocks, count=len(blocks), max_bytes=max_bytes)
 
 
 def render_blocks(
@@ -115,12 +104,12 @@ def render_blocks(
     """One block per hit whose own message no earlier block showed (`shown` is updated)."""
     blocks: list[str] = []
     for hit in hits:
-        if (hit.section.order, hit.position) in shown:
+        found = hit.candidate
+        if (found.run_key, found.position) in shown:
             continue
-        start = max(hit.section.first, hit.position - context_lines)
-        end = min(len(hit.section.indexed.messages), hit.position + context_lines + 1)
-        shown.update((hit.section.order, position) for position in range(start, end))
-        blocks.append(_block(hit, start, end, terms, rarity, skip_tools))
+        window = found.window(context_lines)
+        shown.update((found.run_key, position) for position in window)
+        blocks.append(_block(hit, window, terms, rarity, skip_tools))
     return blocks
 
 
@@ -131,7 +120,7 @@ def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, 
     counted as left out all the same.
     """
     kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes)
-    text = _header(query, total, len(kept)) + '\n\n' + _SEPARATOR.join(kept)
+    text = _header(query, total, len(kept)) + '\n\n' + SEPARATOR.join(kept)
     left = count - len(kept)
     if left:
         text += (
@@ -148,17 +137,18 @@ def blocks_fitting(query: str, total: int, blocks: Sequence[str], *, count: int,
 
 def _block(
     hit: Hit,
-    start: int,
-    end: int,
+    window: range,
     terms: Collection[str],
     rarity: Mapping[str, float],
     skip_tools: Collection[str],
 ) -> str:
-    run = hit.section.indexed.run
+    run = hit.run
     label = f'run: {run.run_id}' + (f' | conversation: {run.conversation_id}' if run.conversation_id else '')
     lines = [f'[score: {hit.score:.1f} | {label}]']
-    for position in range(start, end):
-        message = hit.section.indexed.messages[position]
+    for position in window:
+        message = hit.window.get(position)
+        if message is None:
+            continue  # a log entry gone since ranking (its run was deleted and registered again)
         rendered = display_lines(message, terms, rarity=rarity, skip_tools=skip_tools)
         marker = '>' if position == hit.position else ' '
         lines.append(f'{marker}[{position}] {rendered[0]}')
@@ -171,14 +161,15 @@ def _header(query: str, total: int, count: int) -> str:
     return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
 
 
-_SEPARATOR = '\n\n---\n\n'
+SEPARATOR = '\n\n---\n\n'
+"""Between blocks."""
 
 
 def _kept(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, cut: bool = True) -> list[str]:
     kept: list[str] = []
     used = len(_header(query, total, count).encode()) + 2
     for block in blocks:
-        cost = len(block.encode()) + (len(_SEPARATOR) if kept else 0)
+        cost = len(block.encode()) + (len(SEPARATOR) if kept else 0)
         if used + cost > max_bytes - 200:  # room for the closing line
             break
         kept.append(block)

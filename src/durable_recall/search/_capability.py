@@ -16,8 +16,9 @@ from pydantic_ai.toolsets import FunctionToolset
 from ..base import DurableRecallDeprecationWarning
 from ..history import HistorySource
 from ..index import Bm25Params
-from ..text import SEARCH_TOOL_NAME
-from ._searcher import Searcher, SearchRequest, SearchScope
+from ..text import DEFAULT_SKIP_TOOLS, SEARCH_TOOL_NAME
+from ._engine import SearchEngine
+from ._request import SearchRequest, SearchScope
 from ._toolset import build_toolset
 
 __all__ = ('ConversationSearch',)
@@ -35,6 +36,10 @@ _COMPARED = (
     'description',
     'defer_loading',
 )
+
+
+_DEFAULTS = Bm25Params()
+"""BM25's defaults, defined once (in `Bm25Params`)."""
 
 
 @dataclass
@@ -67,15 +72,15 @@ class ConversationSearch(AbstractCapability[Any]):
     scope: SearchScope | None = None
     max_matches: int = 10
     context_lines: int = 5
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.75
+    bm25_k1: float = _DEFAULTS.k1
+    bm25_b: float = _DEFAULTS.b
     add_instructions: bool = True
     tool_id: str = 'conversation-search'
     max_result_bytes: int = 16_000
     _: KW_ONLY
     id: str | None = 'conversation_search'
 
-    _searcher: Searcher = field(init=False, repr=False, compare=False)
+    _engine: SearchEngine = field(init=False, repr=False, compare=False)
     _toolset: FunctionToolset[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -103,13 +108,13 @@ class ConversationSearch(AbstractCapability[Any]):
                 DurableRecallDeprecationWarning,
                 stacklevel=3,
             )
-        self._searcher = Searcher(
+        self._engine = SearchEngine(
             source=self.source,
             params=params,
             max_matches=self.max_matches,
             context_lines=self.context_lines,
             max_result_bytes=self.max_result_bytes,
-            skip_tools=frozenset({SEARCH_TOOL_NAME}),
+            skip_tools=DEFAULT_SKIP_TOOLS,
         )
         # One toolset for the capability's lifetime: durable engines register it by identity.
         self._toolset = build_toolset(self, tool_id=self.tool_id, scope=self.effective_scope)
@@ -174,7 +179,7 @@ class ConversationSearch(AbstractCapability[Any]):
 
         The scope is read from the run context (set by the application), never from the model.
         """
-        return await self._searcher.search(request, scope=self.effective_scope, conversation_id=ctx.conversation_id)
+        return await self._engine.search(request, scope=self.effective_scope, conversation_id=ctx.conversation_id)
 
 
 def _field_value(capability: ConversationSearch, name: str) -> object:

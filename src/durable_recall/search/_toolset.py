@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..text import SEARCH_TOOL_NAME
-from ._searcher import SearchRequest, SearchScope
+from ..text import SEARCH_TOOL_NAME, Role
+from ._request import Order, SearchRequest, SearchScope
 
 if TYPE_CHECKING:
     from ._capability import ConversationSearch
@@ -44,10 +44,10 @@ def build_toolset(capability: ConversationSearch, *, tool_id: str, scope: Search
         ctx: RunContext[Any],
         query: str,
         run_id: str | None = None,
-        roles: list[Literal['user', 'assistant', 'tool', 'system']] | None = None,
+        roles: list[Role] | None = None,
         since: str | None = None,
         until: str | None = None,
-        order: Literal['relevance', 'newest', 'oldest'] = 'relevance',
+        order: Order = 'relevance',
     ) -> str:
         """Search persisted conversation history.
 

@@ -61,7 +61,6 @@ __all__ = (
     'TEXT_LIMIT',
     'display_lines',
     'index_text',
-    'is_indexable',
 )
 
 SEARCH_TOOL_NAME = 'search_conversation_history'
@@ -145,20 +144,6 @@ EARLIER_SEARCH = '[an earlier search, not repeated]'
 
 def _is_skipped_tool_traffic(message: ModelMessage, skip_tools: Collection[str]) -> bool:
     return any(getattr(part, 'tool_name', None) in skip_tools for part in message.parts)
-
-
-def is_indexable(message: ModelMessage, *, skip_tools: Collection[str] = DEFAULT_SKIP_TOOLS) -> bool:
-    """Whether a message belongs in the corpus at all.
-
-    False for a message that exists only as machinery: a compaction marker, or one whose parts
-    are all compaction summaries, receipts, or the search tool's own calls and returns. Such a
-    message is not part of the conversation, so it should not count toward the corpus size or
-    the average length either. True for everything else, even a message with no searchable text
-    (a response holding only thinking): it is still a turn of the conversation, shown as context.
-    """
-    if is_compaction_marker(message):
-        return False
-    return not message.parts or not all(_is_machinery(part, skip_tools) for part in message.parts)
 
 
 def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Piece]:

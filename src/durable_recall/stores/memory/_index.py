@@ -1,7 +1,9 @@
 """The in-process store's half of the search index: the reference semantics of `IndexStorage`.
 
-The SQL stores keep the same data in tables; this keeps it in dictionaries, guarded by the
-store's lock, with every method doing what one SQL transaction does there.
+The SQL stores keep the same data in tables; this keeps it in dictionaries keyed as their rows
+are. A commit is the index layer's [`apply_commits`][durable_recall.index.apply_commits] over a
+port whose methods never suspend, run inline: no other task runs between its checks and its
+writes, which is what one SQL transaction gives there.
 """
 
 from __future__ import annotations
@@ -12,26 +14,44 @@ from dataclasses import dataclass, field
 
 from ...index import (
     OPEN,
-    SEAL_BYTES,
+    FullTail,
     IndexedRunRow,
     PostingsRow,
     RunCommit,
     ScopeStatus,
-    StaleIndexError,
-    appended_postings,
-    seal_tail,
-    without_run,
+    StoredRun,
+    TermChunk,
+    apply_commits,
+    run_inline,
 )
 
 __all__ = ('MemoryIndex',)
 
 
+def _new_generation() -> str:
+    return uuid.uuid4().hex
+
+
 @dataclass
 class _Scope:
     key: int
-    generation: str = field(default_factory=lambda: uuid.uuid4().hex)
+    generation: str = field(default_factory=_new_generation)
     docs: int = 0
     length: int = 0
+
+
+@dataclass
+class _Tables:
+    """The index tables, as the SQL stores' `dr_index_*` rows keyed by their primary keys."""
+
+    scopes: dict[str | None, _Scope] = field(default_factory=dict[str | None, _Scope])
+    runs: dict[str, IndexedRunRow] = field(default_factory=dict[str, IndexedRunRow])
+    postings: dict[tuple[str, int], dict[int, bytes]] = field(default_factory=dict[tuple[str, int], dict[int, bytes]])
+    """(term, scope key) -> chunk number -> chunk."""
+    hashes: dict[int, dict[bytes, int]] = field(default_factory=dict[int, dict[bytes, int]])
+    """scope key -> hash -> the run key that first held it."""
+    next_run_key: int = 1
+    generation: str = field(default_factory=_new_generation)
 
 
 @dataclass
@@ -46,13 +66,7 @@ class MemoryIndex:
     run_order: Callable[[str], tuple[str, str] | None]
     pending: dict[str, tuple[str, int]] = field(default_factory=dict[str, tuple[str, int]])
     """run id -> (conversation key text, last snapshot index saved)."""
-    _scopes: dict[str | None, _Scope] = field(default_factory=dict[str | None, _Scope])
-    _runs: dict[str, IndexedRunRow] = field(default_factory=dict[str, IndexedRunRow])
-    _terms: dict[tuple[str, int], dict[int, bytes]] = field(default_factory=dict[tuple[str, int], dict[int, bytes]])
-    """(term, scope key) -> chunk number -> chunk, as in the SQL stores' `dr_index_postings`."""
-    _hashes: dict[int, dict[bytes, int]] = field(default_factory=dict[int, dict[bytes, int]])
-    _next_run_key: int = 1
-    _generation: str = field(default_factory=lambda: uuid.uuid4().hex)
+    _tables: _Tables = field(default_factory=_Tables)
 
     def mark_pending(self, run_id: str, conversation_id: str | None, index: int) -> None:
         """Called by the store for every snapshot it saves."""
@@ -60,53 +74,58 @@ class MemoryIndex:
 
     def forget(self, conversation_id: str, run_ids: Sequence[str]) -> None:
         """Called by the store when it deletes a conversation's runs."""
+        tables = self._tables
         for run_id in run_ids:
             self.pending.pop(run_id, None)
-            self._runs.pop(run_id, None)
-        scope = self._scopes.pop(conversation_id, None)
+            tables.runs.pop(run_id, None)
+        scope = tables.scopes.pop(conversation_id, None)
         if scope is not None:
-            self._hashes.pop(scope.key, None)
-            for term_scope in [key for key in self._terms if key[1] == scope.key]:
-                del self._terms[term_scope]
-        self._generation = uuid.uuid4().hex
+            tables.hashes.pop(scope.key, None)
+            for term_scope in [key for key in tables.postings if key[1] == scope.key]:
+                del tables.postings[term_scope]
+        tables.generation = _new_generation()
 
     async def status(self, conversation_id: str | None, *, all_scopes: bool) -> ScopeStatus:
+        scopes = self._tables.scopes
         if all_scopes:
             pending = list(self.pending)
-            docs = sum(scope.docs for scope in self._scopes.values())
-            length = sum(scope.length for scope in self._scopes.values())
-            generation = self._generation
+            docs = sum(scope.docs for scope in scopes.values())
+            length = sum(scope.length for scope in scopes.values())
+            generation = self._tables.generation
         else:
             pending = [run_id for run_id, (conv, _) in self.pending.items() if conv == (conversation_id or '')]
-            scope = self._scopes.get(conversation_id)
+            scope = scopes.get(conversation_id)
             docs, length = (scope.docs, scope.length) if scope else (0, 0)
             generation = scope.generation if scope else ''
         return ScopeStatus(generation=generation, pending=self._sorted(pending), docs=docs, length=length)
 
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
-        return {run_id: self._runs[run_id] for run_id in run_ids if run_id in self._runs}
+        runs = self._tables.runs
+        return {run_id: runs[run_id] for run_id in run_ids if run_id in runs}
 
     async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
         wanted = set(run_keys)
-        return {row.run_key: row for row in self._runs.values() if row.run_key in wanted}
+        return {row.run_key: row for row in self._tables.runs.values() if row.run_key in wanted}
 
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         key = None if all_scopes else self._key(conversation_id)
         if not all_scopes and key is None:
             return []
-        rows = [row for row in self._runs.values() if key is None or row.scope_key == key]
-        return [self._runs[run_id] for run_id in self._sorted([row.run_id for row in rows])]
+        runs = self._tables.runs
+        rows = [row for row in runs.values() if key is None or row.scope_key == key]
+        return [runs[run_id] for run_id in self._sorted([row.run_id for row in rows])]
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
     ) -> dict[str, list[PostingsRow]]:
-        keys = [scope.key for scope in self._scopes.values()] if all_scopes else [self._key(conversation_id)]
+        scopes = self._tables.scopes
+        keys = [scope.key for scope in scopes.values()] if all_scopes else [self._key(conversation_id)]
         found: dict[str, list[PostingsRow]] = {}
         for term in terms:
             rows = [
                 PostingsRow(chunk=number, postings=data)
                 for key in sorted(k for k in keys if k is not None)
-                for number, data in sorted(self._terms.get((term, key), {}).items())
+                for number, data in sorted(self._tables.postings.get((term, key), {}).items())
             ]
             if rows:
                 found[term] = rows
@@ -116,39 +135,70 @@ class MemoryIndex:
         key = self._key(conversation_id)
         if key is None:
             return set()
-        row = self._runs.get(exclude_run_id)
+        row = self._tables.runs.get(exclude_run_id)
         own = row.run_key if row else -1
-        held = self._hashes.get(key, {})
+        held = self._tables.hashes.get(key, {})
         return {digest for digest in hashes if held.get(digest, own) != own}
 
     async def commit(self, change: RunCommit) -> None:
         await self.commit_many([change])
 
     async def commit_many(self, changes: Sequence[RunCommit]) -> None:
-        # Checked before anything is applied, and applied without a suspension point: atomic.
-        live = [change for change in changes if self.run_order(change.run_id) is not None]
-        for change in live:
-            stored = self._runs.get(change.run_id)
-            if (stored.seen if stored else -2) != change.expected_seen:
-                raise StaleIndexError(change.run_id)
-        for change in live:
-            self._apply(change)
+        run_inline(apply_commits(_Writer(self._tables, self.pending, self.run_order), changes))
 
-    def _apply(self, change: RunCommit) -> None:
-        stored = self._runs.get(change.run_id)
-        scope = self._scopes.get(change.conversation_id)
+    def _key(self, conversation_id: str | None) -> int | None:
+        scope = self._tables.scopes.get(conversation_id)
+        return scope.key if scope else None
+
+    def _sorted(self, run_ids: list[str]) -> list[str]:
+        keyed = [(order, run_id) for run_id in run_ids if (order := self.run_order(run_id)) is not None]
+        return [run_id for _, run_id in sorted(keyed)]
+
+
+class _Writer:
+    """`IndexWriter` over the dictionaries; no method suspends (see the module docstring)."""
+
+    def __init__(
+        self,
+        tables: _Tables,
+        pending: dict[str, tuple[str, int]],
+        run_order: Callable[[str], tuple[str, str] | None],
+    ) -> None:
+        self._tables = tables
+        self._pending = pending
+        self._run_order = run_order
+
+    async def stored_run(self, run_id: str) -> StoredRun | None:
+        if self._run_order(run_id) is None:
+            return None
+        row = self._tables.runs.get(run_id)
+        mark = self._pending.get(run_id)
+        # Marks are keyed by run id alone here; the conversation is only what the mark records.
+        return StoredRun(
+            conversation_id=None if mark is None else mark[0] or None,
+            run_key=None if row is None else row.run_key,
+            seen=None if row is None else row.seen,
+        )
+
+    async def update_scope(self, conversation_id: str | None, *, docs: int, length: int, generation: str) -> int:
+        scopes = self._tables.scopes
+        scope = scopes.get(conversation_id)
         if scope is None:
-            key = 0 if change.conversation_id is None else 1 + max((s.key for s in self._scopes.values()), default=0)
-            scope = self._scopes[change.conversation_id] = _Scope(key)
-        if stored is None:
-            run_key = self._next_run_key
-            self._next_run_key += 1
-        else:
-            run_key = stored.run_key
-        row = IndexedRunRow(
+            key = 0 if conversation_id is None else 1 + max((s.key for s in scopes.values()), default=0)
+            scope = scopes[conversation_id] = _Scope(key)
+        scope.docs += docs
+        scope.length += length
+        scope.generation = generation
+        return scope.key
+
+    async def put_run(self, change: RunCommit, scope_key: int, run_key: int | None) -> int:
+        if run_key is None:
+            run_key = self._tables.next_run_key
+            self._tables.next_run_key += 1
+        self._tables.runs[change.run_id] = IndexedRunRow(
             run_key=run_key,
             run_id=change.run_id,
-            scope_key=scope.key,
+            scope_key=scope_key,
             seen=change.seen,
             first=change.first,
             lengths=change.lengths,
@@ -158,45 +208,50 @@ class MemoryIndex:
             state=change.state,
             started_at=change.started_at,
         )
-        self._runs[change.run_id] = row
-        self._put_postings(change, scope.key, run_key)
-        if change.conversation_id is not None:
-            held = self._hashes.setdefault(scope.key, {})
-            for digest in change.hashes:
-                held.setdefault(digest, run_key)
-        scope.docs += change.docs_delta
-        scope.length += change.length_delta
-        scope.generation = uuid.uuid4().hex
-        self._generation = uuid.uuid4().hex
-        pending = self.pending.get(change.run_id)
-        if pending is not None and pending[1] <= change.upto:
-            del self.pending[change.run_id]
+        return run_key
 
-    def _put_postings(self, change: RunCommit, scope_key: int, run_key: int) -> None:
-        """As the SQL stores: take out the run's `postings_set` terms, append to open tails, seal full ones."""
-        for term in change.postings_set:
-            chunks = self._terms.get((term, scope_key), {})
-            for number, data in list(chunks.items()):
-                kept = without_run(number, data, run_key)
-                if kept is None:
-                    continue
-                if kept:
-                    chunks[number] = kept
-                else:
-                    del chunks[number]
-        for term, data in appended_postings(change, run_key):
-            chunks = self._terms.setdefault((term, scope_key), {})
-            chunks[OPEN] = chunks.get(OPEN, b'') + data
-            if len(chunks[OPEN]) >= SEAL_BYTES:
-                full = chunks.pop(OPEN)
-                last = max(chunks, default=OPEN)
-                for n, sealed in enumerate(seal_tail(full), start=1):
-                    chunks[last + n] = sealed
+    async def chunks(self, scope_key: int, terms: Sequence[str]) -> list[TermChunk]:
+        postings = self._tables.postings
+        return [
+            TermChunk(term, number, data)
+            for term in terms
+            for number, data in sorted(postings.get((term, scope_key), {}).items())
+        ]
 
-    def _key(self, conversation_id: str | None) -> int | None:
-        scope = self._scopes.get(conversation_id)
-        return scope.key if scope else None
+    async def set_chunk(self, scope_key: int, term: str, chunk: int, postings: bytes) -> None:
+        self._tables.postings[term, scope_key][chunk] = postings
 
-    def _sorted(self, run_ids: list[str]) -> list[str]:
-        keyed = [(order, run_id) for run_id in run_ids if (order := self.run_order(run_id)) is not None]
-        return [run_id for _, run_id in sorted(keyed)]
+    async def delete_chunk(self, scope_key: int, term: str, chunk: int) -> None:
+        chunks = self._tables.postings[term, scope_key]
+        del chunks[chunk]
+        if not chunks:
+            del self._tables.postings[term, scope_key]
+
+    async def append_tails(self, tails: Sequence[tuple[int, str, bytes]], *, full_at: int) -> list[FullTail]:
+        full: list[FullTail] = []
+        for scope_key, term, data in tails:
+            chunks = self._tables.postings.setdefault((term, scope_key), {})
+            tail = chunks[OPEN] = chunks.get(OPEN, b'') + data
+            if len(tail) >= full_at:
+                full.append(FullTail(scope_key, term, tail, max(chunks)))
+        return full
+
+    async def seal_tails(self, sealed: Sequence[tuple[int, str, int, bytes]], tails: Sequence[tuple[int, str]]) -> None:
+        postings = self._tables.postings
+        for scope_key, term, chunk, data in sealed:
+            postings[term, scope_key][chunk] = data
+        for scope_key, term in tails:
+            del postings[term, scope_key][OPEN]
+
+    async def add_hashes(self, scope_key: int, run_key: int, hashes: Sequence[bytes]) -> None:
+        held = self._tables.hashes.setdefault(scope_key, {})
+        for digest in hashes:
+            held.setdefault(digest, run_key)
+
+    async def clear_pending(self, conversation_id: str | None, run_id: str, upto: int) -> None:
+        mark = self._pending.get(run_id)
+        if mark is not None and mark[1] <= upto:
+            del self._pending[run_id]
+
+    async def bump_generation(self, generation: str) -> None:
+        self._tables.generation = generation

@@ -16,12 +16,12 @@ from ...base import (
     RunRecord,
     RunRegistration,
     Snapshot,
-    SnapshotChainError,
     SnapshotDelta,
     SnapshotState,
     format_timestamp,
     load_messages,
 )
+from .._batch_write import chain_gap, unregistered_run
 from .._chain import Inherited, LogRange, plan_delta, snapshot_seqs
 from ._index import MemoryIndex
 
@@ -124,13 +124,11 @@ class InMemoryStepStore:
     def _save_one(self, delta: SnapshotDelta, marks: dict[str, tuple[int, int]]) -> bool:
         run = self._runs.get(delta.run_id)
         if run is None:
-            raise SnapshotChainError(f'run {delta.run_id!r} is not registered; register it before saving snapshots')
+            raise unregistered_run(delta.run_id)
         if delta.index < len(run.snapshots):
             return False
         if delta.index != len(run.snapshots):
-            raise SnapshotChainError(
-                f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {len(run.snapshots) - 1}'
-            )
+            raise chain_gap(delta, len(run.snapshots))
         base = None
         if delta.base_run_id is not None:
             base = self._base(delta.base_run_id, delta.base_index, run.record.conversation_id)

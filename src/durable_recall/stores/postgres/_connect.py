@@ -1,8 +1,8 @@
 """Reaching Postgres for the store: URL checks, the lazily opened pool, migrations, and errors.
 
-Kept apart from the queries in `_postgres.py` because it is where the awkward parts live: a pool
-that must be opened inside the event loop that uses it, a first connection that must fail fast
-and say why, and a schema that several workers may try to create at once.
+Kept apart from the queries (`_reads`, `_writes`, `_index`) because it is where the awkward parts
+live: a pool that must be opened inside the event loop that uses it, a first connection that must
+fail fast and say why, and a schema that several workers may try to create at once.
 """
 
 from __future__ import annotations

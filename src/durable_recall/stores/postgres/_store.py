@@ -2,50 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, LiteralString
+from typing import LiteralString
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
 from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, SnapshotDelta, StoredBody
-from .._chain import LogRange, snapshot_seqs
-from .._rows import (
-    BaseEntry,
-    BaseLog,
-    BatchWrite,
-    RunTip,
-    SnapshotRow,
-    base_entries_at,
-    decode_log,
-    decode_ranges,
-    decode_snapshot,
-    decode_snapshots,
-    encode_deltas,
-    encode_metadata,
-    log_span,
-    run_record,
-    unregistered_run,
-)
+from .._batch_write import encode_deltas
+from .._run_rows import encode_metadata
+from .._snapshot_rows import decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
-
-if TYPE_CHECKING:
-    from psycopg import AsyncCursor
-    from psycopg.rows import TupleRow
+from ._reads import (
+    LIST_RUNS,
+    RUN_COLUMNS,
+    SELECT_LOG,
+    SNAPSHOT_COLUMNS,
+    bodies,
+    log_entries,
+    run_from_row,
+    snapshot_from_row,
+)
+from ._writes import write_batch
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
-
-_RUN_COLUMNS: LiteralString = 'run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token'
-_SNAPSHOT_COLUMNS: LiteralString = 'idx, step_index, state, saved_at, ranges, size'
-_LIST_RUNS: dict[tuple[bool, bool], LiteralString] = {
-    (False, False): f'SELECT {_RUN_COLUMNS} FROM {{runs}} ORDER BY started_at, run_id',
-    (True, False): f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE conversation_id = %s ORDER BY started_at, run_id',
-    (False, True): f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE parent_run_id = %s ORDER BY started_at, run_id',
-    (True, True): f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE conversation_id = %s AND parent_run_id = %s'
-    ' ORDER BY started_at, run_id',
-}
 
 
 class PostgresStepStore:
@@ -97,7 +79,7 @@ class PostgresStepStore:
             while True:
                 await cur.execute(
                     self._sql(
-                        f'INSERT INTO {{runs}} ({_RUN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)'
+                        f'INSERT INTO {{runs}} ({RUN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)'
                         ' ON CONFLICT (run_id) DO NOTHING'
                     ),
                     (
@@ -112,41 +94,41 @@ class PostgresStepStore:
                 )
                 if cur.rowcount == 1:
                     return record
-                await cur.execute(self._sql(f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (record.run_id,))
+                await cur.execute(self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (record.run_id,))
                 existing = await cur.fetchone()
                 if existing is not None:
                     break
-        stored = self._run(existing)
+        stored = run_from_row(existing)
         if stored.token != registration.token:
             raise RunIdConflictError(registration.run_id)
         return stored
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         async with self._transaction() as cur:
-            await cur.execute(self._sql(f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (run_id,))
+            await cur.execute(self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (run_id,))
             row = await cur.fetchone()
-        return None if row is None else self._run(row)
+        return None if row is None else run_from_row(row)
 
     async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         if not run_ids:
             return {}
         async with self._transaction() as cur:
             await cur.execute(
-                self._sql(f'SELECT {_RUN_COLUMNS} FROM {{runs}} WHERE run_id = ANY(%s::text[])'),
+                self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = ANY(%s::text[])'),
                 (sorted(set(run_ids)),),
             )
             rows = await cur.fetchall()
-        return {record.run_id: record for record in map(self._run, rows)}
+        return {record.run_id: record for record in map(run_from_row, rows)}
 
     async def list_runs(
         self, *, conversation_id: str | None = None, parent_run_id: str | None = None
     ) -> list[RunRecord]:
-        query = _LIST_RUNS[conversation_id is not None, parent_run_id is not None]
+        query = LIST_RUNS[conversation_id is not None, parent_run_id is not None]
         params = [value for value in (conversation_id, parent_run_id) if value is not None]
         async with self._transaction() as cur:
             await cur.execute(self._sql(query), params)
             rows = await cur.fetchall()
-        return [self._run(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     async def list_conversations(self) -> list[str]:
         async with self._transaction() as cur:
@@ -173,64 +155,34 @@ class PostgresStepStore:
             encoded = encode_deltas(deltas)
         else:
             encoded = await anyio.to_thread.run_sync(encode_deltas, deltas)
-        batch = BatchWrite()
-        run_ids = sorted({delta.run_id for delta in deltas})
         async with self._transaction() as cur:
-            # The row locks (taken in run id order, so two batches cannot deadlock) serialize saves
-            # of a run: a concurrent save of the same delta waits here, then (the next statement
-            # reading afresh) finds the index taken and appends nothing.
-            await cur.execute(
-                self._sql('SELECT run_id FROM {runs} WHERE run_id = ANY(%s::text[]) ORDER BY run_id FOR UPDATE'),
-                (run_ids,),
-            )
-            await cur.execute(
-                self._sql(
-                    'SELECT r.run_id, r.conversation_id,'
-                    ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM {snapshots} AS s WHERE s.run_id = r.run_id),'
-                    ' (SELECT ranges FROM {snapshots} AS s WHERE s.run_id = r.run_id ORDER BY idx DESC LIMIT 1),'
-                    ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM {messages} AS m WHERE m.run_id = r.run_id)'
-                    ' FROM {runs} AS r WHERE r.run_id = ANY(%s::text[])'
-                ),
-                (run_ids,),
-            )
-            tips = {row[0]: RunTip(*row) for row in await cur.fetchall()}
-            for delta, bodies in zip(deltas, encoded, strict=True):
-                tip = tips.get(delta.run_id)
-                if tip is None:
-                    raise unregistered_run(delta.run_id)
-                base = None
-                if delta.base_run_id is not None and delta.index == tip.next_index == 0:
-                    await self._insert(cur, batch)  # the base may be a run this batch has just written
-                    base = await self._base_log(cur, delta.base_run_id, delta.base_index, tip.conversation_id)
-                batch.add(tip, delta, bodies, base)
-            await self._insert(cur, batch, batch.pending)
-        return batch.results
+            return await write_batch(cur, self._db, deltas, encoded)
 
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
     ) -> list[Snapshot]:
         async with self._transaction(snapshot=True) as cur:
             await cur.execute(
-                self._sql(f'SELECT {_SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s AND idx > %s ORDER BY idx'),
+                self._sql(f'SELECT {SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s AND idx > %s ORDER BY idx'),
                 (run_id, after),
             )
-            rows = [self._snapshot_row(run_id, row) for row in await cur.fetchall()]
+            rows = [snapshot_from_row(run_id, row) for row in await cur.fetchall()]
             rows = [row for row in rows if row.is_shown(include_interrupted)]
             if not rows:
                 return []
             first, end = log_span(rows)
             await cur.execute(
-                self._sql(_SELECT_LOG + ' WHERE m.run_id = %s AND m.seq >= %s AND m.seq < %s'), (run_id, first, end)
+                self._sql(SELECT_LOG + ' WHERE m.run_id = %s AND m.seq >= %s AND m.seq < %s'), (run_id, first, end)
             )
-            log = _bodies(await cur.fetchall())
+            log = bodies(await cur.fetchall())
         return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         # A row of unknown state is not filtered out: it is returned, and raises when decoded.
         query: LiteralString = (
-            f'SELECT {_SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s ORDER BY idx DESC LIMIT 1'
+            f'SELECT {SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s ORDER BY idx DESC LIMIT 1'
             if include_interrupted
-            else f'SELECT {_SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s'
+            else f'SELECT {SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s'
             " AND state <> 'interrupted' ORDER BY idx DESC LIMIT 1"
         )
         async with self._transaction(snapshot=True) as cur:
@@ -238,14 +190,14 @@ class PostgresStepStore:
             found = await cur.fetchone()
             if found is None:
                 return None
-            row = self._snapshot_row(run_id, found)
-            log = await self._log_entries(cur, run_id, decode_ranges(run_id, row.index, row.ranges))
+            row = snapshot_from_row(run_id, found)
+            log = await log_entries(cur, self._db, run_id, decode_ranges(run_id, row.index, row.ranges))
         return await anyio.to_thread.run_sync(decode_snapshot, row, log)
 
     async def delete_conversation(self, conversation_id: str) -> int:
         async with self._transaction() as cur:
             # The index lock first, so that no catch-up of the conversation interleaves (see
-            # `_postgres_index`); then runs: deleting a run's row waits for any save holding it,
+            # `_index`); then runs: deleting a run's row waits for any save holding it,
             # and each later statement reads afresh, so that save's messages are deleted too.
             await lock_conversation(cur, self._db, conversation_id)
             await cur.execute(
@@ -263,10 +215,10 @@ class PostgresStepStore:
             return {}
         async with self._transaction() as cur:
             await cur.execute(
-                self._sql(_SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::bigint[])'),
+                self._sql(SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::bigint[])'),
                 (run_id, sorted(set(seqs))),
             )
-            log = _bodies(await cur.fetchall())
+            log = bodies(await cur.fetchall())
         return await anyio.to_thread.run_sync(decode_log, run_id, log)
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
@@ -287,7 +239,7 @@ class PostgresStepStore:
                 ),
             )
             for run_id, seq, text, data in await cur.fetchall():
-                logs.setdefault(run_id, {}).update(_bodies([(seq, text, data)]))
+                logs.setdefault(run_id, {}).update(bodies([(seq, text, data)]))
 
         def decode() -> dict[str, dict[int, ModelMessage]]:
             return {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
@@ -301,127 +253,6 @@ class PostgresStepStore:
         """Close the store's own pool (a caller-owned pool stays open); later use opens a new one."""
         await self._db.aclose()
 
-    async def _log_entries(
-        self, cur: AsyncCursor[TupleRow], run_id: str, ranges: list[LogRange]
-    ) -> dict[int, StoredBody | None]:
-        """The run's log entries that `ranges` name, by number, in one round trip."""
-        await cur.execute(
-            self._sql(
-                _SELECT_LOG + ' JOIN unnest(%s::int[], %s::int[]) AS r(first, stop)'
-                ' ON m.seq >= r.first AND m.seq < r.stop WHERE m.run_id = %s'
-            ),
-            ([first for first, _ in ranges], [end for _, end in ranges], run_id),
-        )
-        return _bodies(await cur.fetchall())
-
-    async def _insert(
-        self, cur: AsyncCursor[TupleRow], batch: BatchWrite, pending: Mapping[str, tuple[str, int]] | None = None
-    ) -> None:
-        """Insert the rows the batch queued (and the runs' pending marks), in one statement."""
-        rows, snapshots = batch.take()
-        if not rows and not snapshots and not pending:
-            return
-        marks = sorted((pending or {}).items())
-        await cur.execute(
-            self._sql(
-                'WITH appended AS ('
-                ' INSERT INTO {messages} (run_id, seq, body, data, ref_run_id, ref_seq)'
-                ' SELECT * FROM unnest(%(m_run)s::text[], %(m_seq)s::int[], %(m_body)s::text[], %(m_data)s::bytea[],'
-                ' %(m_ref_run)s::text[], %(m_ref_seq)s::int[])),'
-                ' pending AS (INSERT INTO {pending} (conversation_id, run_id, upto)'
-                ' SELECT * FROM unnest(%(p_conversation)s::text[], %(p_run)s::text[], %(p_upto)s::int[])'
-                ' ON CONFLICT (conversation_id, run_id) DO UPDATE SET upto = EXCLUDED.upto)'
-                f' INSERT INTO {{snapshots}} (run_id, {_SNAPSHOT_COLUMNS})'
-                ' SELECT * FROM unnest(%(s_run)s::text[], %(s_index)s::int[], %(s_step)s::int[], %(s_state)s::text[],'
-                ' %(s_at)s::timestamptz[], %(s_ranges)s::text[], %(s_size)s::int[])'
-            ),
-            {
-                'm_run': [row.run_id for row in rows],
-                'm_seq': [row.seq for row in rows],
-                'm_body': [row.body if isinstance(row.body, str) else None for row in rows],
-                'm_data': [row.body if isinstance(row.body, bytes) else None for row in rows],
-                'm_ref_run': [row.ref_run_id for row in rows],
-                'm_ref_seq': [row.ref_seq for row in rows],
-                'p_conversation': [conversation_id for _, (conversation_id, _) in marks],
-                'p_run': [run_id for run_id, _ in marks],
-                'p_upto': [upto for _, (_, upto) in marks],
-                's_run': [s.run_id for s in snapshots],
-                's_index': [s.index for s in snapshots],
-                's_step': [s.step_index for s in snapshots],
-                's_state': [s.state for s in snapshots],
-                's_at': [s.saved_at for s in snapshots],
-                's_ranges': [s.ranges for s in snapshots],
-                's_size': [s.size for s in snapshots],
-            },
-        )
-
-    async def _base_log(
-        self, cur: AsyncCursor[TupleRow], run_id: str, index: int | None, conversation_id: str | None
-    ) -> BaseLog | None:
-        """The snapshot a first delta builds on, or `None` if the store holds none."""
-        if index is None:
-            return None
-        # Hold the base run's row so that deleting its conversation cannot pull the log from under the read.
-        await cur.execute(
-            self._sql(
-                'SELECT r.conversation_id, s.ranges FROM {runs} AS r'
-                ' JOIN {snapshots} AS s ON s.run_id = r.run_id AND s.idx = %s WHERE r.run_id = %s FOR SHARE OF r'
-            ),
-            (index, run_id),
-        )
-        found = await cur.fetchone()
-        if found is None:
-            return None
-        shared = found[0] == conversation_id
-        ranges = decode_ranges(run_id, index, found[1])
-        seqs = snapshot_seqs(ranges)
-        entries: dict[int, BaseEntry] = {}
-        if shared:
-            # Where each entry's body lives: the row itself, or the one its reference names.
-            await cur.execute(
-                self._sql(
-                    'SELECT seq, COALESCE(ref_run_id, run_id), COALESCE(ref_seq, seq) FROM {messages}'
-                    ' WHERE run_id = %s AND seq = ANY(%s::int[])'
-                ),
-                (run_id, seqs),
-            )
-            entries.update((seq, BaseEntry(owner, at)) for seq, owner, at in await cur.fetchall())
-        else:
-            query = self._sql(_SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::int[])')
-            await cur.execute(query, (run_id, seqs))
-            found = _bodies(await cur.fetchall())
-            entries.update((seq, BaseEntry(run_id, seq, body)) for seq, body in found.items() if body is not None)
-        return BaseLog(shared, base_entries_at(run_id, index, ranges, entries))
-
-    @staticmethod
-    def _run(row: TupleRow) -> RunRecord:
-        run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token = row
-        return run_record(
-            run_id, conversation_id, parent_run_id, agent_name, metadata, started_at.astimezone(UTC), token
-        )
-
-    @staticmethod
-    def _snapshot_row(run_id: str, row: TupleRow) -> SnapshotRow:
-        index, step_index, state, saved_at, ranges, size = row
-        return SnapshotRow(run_id, index, step_index, state, saved_at.astimezone(UTC), ranges, size)
-
 
 _INLINE_ENCODE = 64 * 1024
 """Batches with fewer bytes of new messages are compressed on the event loop (a thread hop costs more)."""
-
-_SELECT_LOG: LiteralString = (
-    'SELECT m.seq, COALESCE(m.body, t.body), COALESCE(m.data, t.data) FROM {messages} AS m'
-    ' LEFT JOIN {messages} AS t ON t.run_id = m.ref_run_id AND t.seq = m.ref_seq'
-)
-"""Log entries with references followed (one hop: a reference always names a row with a body)."""
-
-
-def _bodies(rows: Iterable[TupleRow]) -> dict[int, StoredBody | None]:
-    """Stored bodies by log number: the text if there is one, else the compressed bytes.
-
-    `None` for an entry with neither (a reference to a row that is gone), which a reader reports.
-    """
-    log: dict[int, StoredBody | None] = {}
-    for seq, text, data in rows:
-        log[seq] = text if text is not None else None if data is None else bytes(data)
-    return log

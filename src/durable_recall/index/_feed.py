@@ -1,0 +1,119 @@
+"""Where catch-up reads records from: a record feed says what changed in a run since its index row.
+
+`SnapshotFeed` folds a store's snapshots saved since the run was last indexed, resuming the record
+builder from the state the index row keeps, so only new snapshots (and the few stored messages the
+state names) are read. The search layer feeds any other history source through the same seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic_ai.messages import ModelMessage
+
+from ..base import CorruptSnapshotError, RunRecord
+from ..history import FoldState, RecordBuilder
+from ._layout import decode_ints
+from ._reader import SnapshotReader
+from ._storage import IndexedRunRow
+
+__all__ = ('Folded', 'RecordFeed', 'RecordView', 'SnapshotFeed')
+
+
+class RecordView(Protocol):
+    """A run's record as catch-up reads it: messages, their content hashes and log numbers by position."""
+
+    def __len__(self) -> int:
+        """The record's length."""
+        ...
+
+    def message(self, position: int) -> ModelMessage:
+        """The record message at a position."""
+        ...
+
+    def hash(self, position: int) -> str:
+        """Its canonical content hash (hex)."""
+        ...
+
+    def seq(self, position: int) -> int:
+        """The log number its body is read back by (never reused for other content in the run)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What a run's record became since its index row was written.
+
+    Attributes:
+        record: The record now.
+        changes: Positions that are new (`None`) or hold another message than before (the old one).
+        upto: The newest change the index has now read (snapshot index or record version).
+        state: What to resume from next time (the record builder's state as JSON, or '').
+    """
+
+    record: RecordView
+    changes: dict[int, ModelMessage | None]
+    upto: int
+    state: str
+
+
+class RecordFeed(Protocol):
+    """Where catch-up gets records from: a store's snapshots, or any other history source."""
+
+    async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        """The runs' records (runs gone are left out).
+
+        Raises:
+            CorruptRunError: A run's row does not read (catch-up then reads the runs one by one).
+        """
+        ...
+
+    async def fold(self, run: RunRecord, row: IndexedRunRow | None) -> Folded:
+        """The run's record and what changed in it since `row` (`None`: never indexed).
+
+        Raises:
+            CorruptSnapshotError: The run's history does not read.
+        """
+        ...
+
+
+class SnapshotFeed:
+    """Records rebuilt from a store's snapshots, resuming each run's fold where its index row left it."""
+
+    def __init__(self, store: SnapshotReader) -> None:
+        self._store = store
+
+    async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
+        """The runs' records, in one read."""
+        return await self._store.get_runs(run_ids)
+
+    async def fold(self, run: RunRecord, row: IndexedRunRow | None) -> Folded:
+        """Fold the snapshots saved since the run's index row (only those are read)."""
+        seen = row.seen if row is not None else -1
+        snapshots = await self._store.list_snapshots(run.run_id, include_interrupted=True, after=seen)
+        builder = await self._builder(run.run_id, row)
+        upto = seen
+        for snapshot in snapshots:
+            upto = max(upto, snapshot.index)
+            if snapshot.state == 'complete':
+                builder.fold(snapshot.messages, snapshot.seqs)
+        state = builder.state.to_json() if len(builder) or snapshots else (row.state if row else '')
+        return Folded(builder, builder.take_changes(), upto, state)
+
+    async def _builder(self, run_id: str, row: IndexedRunRow | None) -> RecordBuilder:
+        if row is None or not row.state:
+            return RecordBuilder(track_changes=True)
+        try:
+            state = FoldState.from_json(row.state)
+        except ValueError as error:
+            raise CorruptSnapshotError(run_id, row.seen, f'the index state does not read ({error})') from error
+        seqs = decode_ints(row.seqs)
+        previous, positions = state.needed()
+        wanted = [*previous, *(seqs[position] for position in positions)]
+        loaded = await self._store.read_messages(run_id, wanted)
+        missing = [seq for seq in wanted if seq not in loaded]
+        if missing:
+            raise CorruptSnapshotError(run_id, row.seen, f'message log entries {missing[:5]} are missing')
+        return RecordBuilder.resume(state, loaded, {p: loaded[seqs[p]] for p in positions})

@@ -1,0 +1,192 @@
+"""The one search engine: from a request to the answer string, for the tool and the CLI alike.
+
+Engine-neutral: the capability decides where a search runs (inline, a Temporal activity, a DBOS
+step). Over a `SnapshotHistorySource` the engine reads the store's persistent index (a cold
+process reads postings, not snapshots); over any other `HistorySource`, an in-memory index of
+the same shape (`SourceCorpus`). Ranking, filters, windows and rendering are the same code for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+
+import anyio
+
+from ..history import HistorySource
+from ..index import Bm25Params, Progress
+from . import _answer
+from ._corpus import Corpus, StoreCorpus
+from ._hits import Candidate, Hit
+from ._outcome import Outcome
+from ._ranking import Ranker
+from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
+from ._snapshot_source import SnapshotHistorySource
+from ._source_corpus import SourceCorpus
+
+__all__ = ('SearchEngine', 'corpus_for')
+
+_FIRST_WINDOWS = 3
+"""Hits whose windows a search reads before it knows whether the answer has room for more."""
+
+
+def corpus_for(source: HistorySource) -> Corpus:
+    """The store's own index for a `SnapshotHistorySource`; an in-memory index for any other source."""
+    if isinstance(source, SnapshotHistorySource):
+        return StoreCorpus(source.store)
+    return SourceCorpus(source)
+
+
+@dataclass
+class SearchEngine:
+    """Searches a history source: catches its index up, ranks, reads back and renders what it shows.
+
+    Args:
+        source: Where history comes from.
+        params: BM25 parameters.
+        max_matches: The most result blocks per answer.
+        context_lines: Messages shown before and after each match, within its run.
+        max_result_bytes: The most UTF-8 bytes one answer may have.
+        skip_tools: Tools whose calls and returns are shown as a placeholder (the search tool's own).
+    """
+
+    source: HistorySource
+    params: Bm25Params
+    max_matches: int
+    context_lines: int
+    max_result_bytes: int
+    skip_tools: Collection[str]
+    _ranker: Ranker = field(init=False, repr=False)
+    _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self._ranker = Ranker(corpus_for(self.source))
+
+    async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
+        """Answer one tool call; every expected outcome is a string, never an exception."""
+        outcome = await self.rank(request, scope=scope, conversation_id=conversation_id)
+        return outcome.answer(self.max_result_bytes)
+
+    async def rank(
+        self,
+        request: SearchRequest,
+        *,
+        scope: SearchScope,
+        conversation_id: str | None,
+        progress: Progress | None = None,
+    ) -> Outcome:
+        """The search as data: the hits the answer shows and their blocks, or the fixed answer instead.
+
+        Args:
+            request: The tool's arguments.
+            scope: `'conversation'` or `'all'`.
+            conversation_id: The calling run's conversation.
+            progress: Called with the runs caught up, as the scope's index catches up.
+        """
+        if scope == 'conversation' and conversation_id is None:
+            return Outcome(fixed=_answer.no_conversation())
+        query = request.query.replace('\x00', ' ')
+        problem = check_request(request)
+        if problem is not None:
+            return Outcome(fixed=problem)
+        terms = query_terms(query)
+        filters = filters_of(request)
+        all_scopes = scope == 'all'
+        ranker = self._ranker
+        async with self._lock:
+            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+            # Relevance order needs only the best few ranked exactly: start from `max_matches` and
+            # widen while the windows of the hits chosen hide so many that more must be looked at.
+            limit = self.max_matches if request.order == 'relevance' else None
+            while True:
+                ranked = await ranker.rank(
+                    terms,
+                    self.params,
+                    filters,
+                    conversation_id=conversation_id,
+                    all_scopes=all_scopes,
+                    run_id=request.run_id,
+                    limit=limit,
+                )
+                if limit is None or len(ranked.candidates) < limit:
+                    break
+                if len(self._distinct(ranked.candidates)) >= self.max_matches:
+                    break
+                limit *= 4
+            fixed: str | None = None
+            if request.run_id is not None and (not ranked.known_run or ranked.total == 0):
+                fixed = _answer.no_run(request.run_id)
+            elif ranked.total == 0:
+                fixed = _answer.empty_conversation() if scope == 'conversation' else _answer.empty_store()
+            elif not terms:
+                fixed = _answer.no_terms(query)
+            elif not ranked.candidates:
+                fixed = _answer.no_matches(query, ranked.total)
+            if fixed is not None:
+                return Outcome(fixed=fixed, unreadable=self._unreadable())
+            candidates = ranked.candidates
+            if request.order != 'relevance':
+                times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
+                candidates = sorted(candidates, key=lambda found: times[id(found)], reverse=request.order == 'newest')
+            outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity)
+            outcome = await self._shown(outcome, self._distinct(candidates))
+            return replace(outcome, unreadable=self._unreadable())
+
+    def _unreadable(self) -> list[str]:
+        return [_answer.unreadable(problem) for problem in self._ranker.unreadable]
+
+    async def _shown(self, outcome: Outcome, chosen: list[Candidate]) -> Outcome:
+        """The outcome with the windows of as many chosen hits as the answer has room for, read and rendered.
+
+        A few kilobytes of tool output fill the answer after a few blocks; reading and decoding the
+        windows of the other hits would be wasted. Windows are read for the first `_FIRST_WINDOWS`
+        hits, then, while every block so far fits, for as many more as the room left would hold
+        at the blocks' mean size (and one more, to find where the answer stops).
+        """
+        # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
+        notes = [_answer.unreadable(problem) for problem in self._ranker.unreadable]
+        note = f'\n\n{_answer.unreadable_note(notes)}' if notes else ''
+        max_bytes = self.max_result_bytes - len(note.encode())
+        loaded: list[Hit] = []
+        blocks: list[str] = []
+        shown: set[tuple[int, int]] = set()
+        start, count = 0, len(chosen)
+        while start < len(chosen):
+            if not blocks:
+                end = start + _FIRST_WINDOWS
+            else:
+                mean = sum(len(block.encode()) for block in blocks) / len(blocks)
+                room = max_bytes - sum(len(block.encode()) + len(_answer.SEPARATOR) for block in blocks)
+                end = start + max(int(room / mean), 0) + 1
+            end = min(end, len(chosen))
+            batch = await self._ranker.load(chosen[start:end], self.context_lines)
+            count -= (end - start) - len(batch)  # runs deleted since they were ranked
+            start = end
+            loaded += batch
+            blocks += _answer.render_blocks(
+                batch,
+                shown,
+                terms=outcome.terms,
+                rarity=outcome.rarity,
+                context_lines=self.context_lines,
+                skip_tools=self.skip_tools,
+            )
+            fitting = _answer.blocks_fitting(outcome.query, outcome.total, blocks, count=count, max_bytes=max_bytes)
+            if fitting < len(blocks):
+                break
+        if not loaded:
+            return replace(outcome, fixed=_answer.no_matches(outcome.query, outcome.total))
+        return replace(outcome, hits=loaded, blocks=blocks, count=count)
+
+    def _distinct(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The first `max_matches` candidates whose own message no earlier one's window shows."""
+        shown: set[tuple[int, int]] = set()
+        chosen: list[Candidate] = []
+        for found in candidates:
+            if len(chosen) >= self.max_matches:
+                break
+            if (found.run_key, found.position) in shown:
+                continue
+            chosen.append(found)
+            shown.update((found.run_key, position) for position in found.window(self.context_lines))
+        return chosen

@@ -1,0 +1,47 @@
+"""What one search found, as data (for the CLI's `--json`) and as the answer string the model reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from . import _answer
+from ._hits import Hit
+
+__all__ = ('Outcome',)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What one search found.
+
+    Attributes:
+        fixed: The whole answer when the search did not rank (no conversation, no terms, ...).
+        query: The query as searched.
+        total: Messages searched.
+        hits: The hits whose windows were read, best first (or in the requested order); the
+            answer shows the blocks of those that fit its byte budget.
+        terms: The query's distinct terms.
+        rarity: Each term's idf in the scope.
+        unreadable: Runs (or snapshots of them) that could not be read, named in the answer.
+        blocks: The rendered blocks of `hits` (hits an earlier block already showed have none).
+        count: How many blocks the search chose in all (blocks beyond `blocks` were left unread).
+    """
+
+    fixed: str | None = None
+    query: str = ''
+    total: int = 0
+    hits: list[Hit] = field(default_factory=list[Hit])
+    terms: list[str] = field(default_factory=list[str])
+    rarity: Mapping[str, float] = field(default_factory=dict[str, float])
+    unreadable: list[str] = field(default_factory=list[str])
+    blocks: list[str] = field(default_factory=list[str])
+    count: int = 0
+
+    def answer(self, max_result_bytes: int) -> str:
+        """The text the model reads, within `max_result_bytes` of UTF-8."""
+        note = f'\n\n{_answer.unreadable_note(self.unreadable)}' if self.unreadable else ''
+        if self.fixed is not None:
+            return self.fixed + note
+        max_bytes = max_result_bytes - len(note.encode())
+        return _answer.format_blocks(self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes) + note

@@ -1,0 +1,242 @@
+"""Snapshot rows and message-log entries, decoded: shared by the SQLite and Postgres stores.
+
+A snapshot row holds its log ranges as compact JSON; its messages are the run's log entries the
+ranges name, each a body (JSON text, or compressed bytes, see `durable_recall.base._codec`). A row
+that does not decode, or names an entry that is missing, raises
+[`CorruptSnapshotError`][durable_recall.CorruptSnapshotError] naming the run and the snapshot: a
+reader must never be handed a history with a silent hole in it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeGuard, cast
+
+from pydantic_ai.messages import ModelMessage
+
+from ..base import (
+    CorruptSnapshotError,
+    MessageDecodeError,
+    Snapshot,
+    SnapshotState,
+    StoredBody,
+    decode_body,
+    load_messages,
+    parse_timestamp,
+)
+from ._chain import LogRange, ranges_size, snapshot_seqs
+
+__all__ = (
+    'SnapshotRow',
+    'decode_log',
+    'decode_ranges',
+    'decode_snapshot',
+    'decode_snapshots',
+    'encode_ranges',
+    'gather_bodies',
+    'log_span',
+)
+
+
+_STATES: frozenset[str] = frozenset({'complete', 'interrupted'})
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """One snapshot row as a store read it, before it is checked.
+
+    Attributes:
+        run_id: The run the snapshot belongs to.
+        index: The snapshot's position in the run.
+        step_index: The agent's run step when it was taken.
+        state: The stored state text (checked by `decode_snapshot`).
+        saved_at: The stored timestamp: a `datetime` from Postgres, ISO text from SQLite.
+        ranges: The stored log ranges as JSON text.
+        size: The stored message count, checked against the ranges.
+    """
+
+    run_id: str
+    index: int
+    step_index: int
+    state: str
+    saved_at: datetime | str
+    ranges: str
+    size: int
+
+    def is_shown(self, include_interrupted: bool) -> bool:
+        """Whether a listing shows the row: anything but a well-formed interrupted row is shown.
+
+        An unknown state is shown rather than filtered out, so that reading it raises instead of
+        silently dropping the snapshot.
+        """
+        return include_interrupted or self.state != 'interrupted'
+
+
+def encode_ranges(ranges: Iterable[LogRange]) -> str:
+    """Compact JSON text of log ranges, e.g. `[[0,5],[9,12]]`."""
+    return json.dumps([[first, end] for first, end in ranges], separators=(',', ':'))
+
+
+def log_span(rows: Sequence[SnapshotRow]) -> tuple[int, int]:
+    """The smallest `[first, end)` span of log numbers the rows' ranges touch, to read only those.
+
+    A row whose ranges do not parse gives the widest span, so that decoding it raises the
+    corruption error with its reason rather than this helper.
+    """
+    first, end = None, None
+    for row in rows:
+        try:
+            ranges = decode_ranges(row.run_id, row.index, row.ranges)
+        except CorruptSnapshotError:
+            return 0, 2**62
+        for start, stop in ranges:
+            first = start if first is None else min(first, start)
+            end = stop if end is None else max(end, stop)
+    return (first or 0, end or 0)
+
+
+def decode_ranges(run_id: str, index: int, text: str) -> list[LogRange]:
+    """Parse a snapshot's log ranges.
+
+    Raises:
+        CorruptSnapshotError: The text is not a JSON list of `[first, end]` pairs with
+            `0 <= first < end`.
+    """
+    try:
+        value: Any = json.loads(text)
+    except ValueError as error:
+        raise CorruptSnapshotError(run_id, index, f'log ranges are not JSON ({error})') from error
+    if not isinstance(value, list):
+        raise CorruptSnapshotError(run_id, index, 'log ranges are not a JSON list')
+    ranges: list[LogRange] = []
+    for item in cast(list[Any], value):
+        if not _is_range(item):
+            raise CorruptSnapshotError(run_id, index, f'log range {item!r} is not a [first, end] pair of log numbers')
+        ranges.append((item[0], item[1]))
+    return ranges
+
+
+def decode_snapshot(
+    row: SnapshotRow, log: Mapping[int, StoredBody | None], decoded: dict[int, ModelMessage] | None = None
+) -> Snapshot:
+    """Assemble a snapshot from its row and the run's log entries.
+
+    Args:
+        row: The snapshot row.
+        log: Log entries by number; must hold at least every entry the row's ranges name.
+        decoded: Entries already decoded, by number, shared by the snapshots of one listing:
+            consecutive snapshots hold mostly the same entries, and each is decoded once (the
+            snapshots then share those message objects).
+
+    Raises:
+        CorruptSnapshotError: The state, timestamp or ranges are malformed, a log entry the ranges
+            name is missing, or a message body does not decode.
+    """
+    state = _decode_state(row)
+    saved_at = _decode_saved_at(row)
+    ranges = decode_ranges(row.run_id, row.index, row.ranges)
+    if ranges_size(ranges) != row.size:
+        raise CorruptSnapshotError(
+            row.run_id, row.index, f'log ranges assemble {ranges_size(ranges)} messages but the row records {row.size}'
+        )
+    seqs = snapshot_seqs(ranges)
+    decoded = {} if decoded is None else decoded
+    missing = [seq for seq in seqs if seq not in decoded]
+    if missing:
+        bodies = gather_bodies(row.run_id, row.index, _ranges_of(missing), log)
+        try:
+            decoded.update(zip(missing, load_messages(bodies), strict=True))
+        except MessageDecodeError as error:
+            raise CorruptSnapshotError(row.run_id, row.index, str(error)) from error
+    messages = [decoded[seq] for seq in seqs]
+    return Snapshot(
+        run_id=row.run_id,
+        index=row.index,
+        step_index=row.step_index,
+        state=state,
+        saved_at=saved_at,
+        messages=messages,
+        seqs=seqs,
+    )
+
+
+def _ranges_of(seqs: Sequence[int]) -> list[LogRange]:
+    """Log numbers as ranges (one per number; `gather_bodies` checks each is present)."""
+    return [(seq, seq + 1) for seq in seqs]
+
+
+def decode_snapshots(rows: Sequence[SnapshotRow], log: Mapping[int, StoredBody | None]) -> list[Snapshot]:
+    """Assemble a listing's snapshots, decoding each log entry once for all of them."""
+    decoded: dict[int, ModelMessage] = {}
+    return [decode_snapshot(row, log, decoded) for row in rows]
+
+
+def decode_log(run_id: str, log: Mapping[int, StoredBody | None]) -> dict[int, ModelMessage]:
+    """Decode log entries read by number (`read_messages`), in number order.
+
+    Args:
+        run_id: The run.
+        log: The entries read, by number; `None` for an entry whose body is missing (a reference
+            to a row that is gone).
+
+    Raises:
+        CorruptSnapshotError: A body is missing or does not decode; no single snapshot is to
+            blame, so the index is reported as -1.
+    """
+    wanted = sorted(log)
+    try:
+        messages = load_messages(gather_bodies(run_id, -1, [(seq, seq + 1) for seq in wanted], log))
+    except MessageDecodeError as error:
+        raise CorruptSnapshotError(run_id, -1, str(error)) from error
+    return dict(zip(wanted, messages, strict=True))
+
+
+def gather_bodies(
+    run_id: str, index: int, ranges: Sequence[LogRange], log: Mapping[int, StoredBody | None]
+) -> list[str]:
+    """The message bodies (JSON text) that a snapshot's log ranges name, in order.
+
+    Raises:
+        CorruptSnapshotError: A log entry the ranges name is missing, or its stored body does
+            not decompress.
+    """
+    bodies: list[str] = []
+    for first, end in ranges:
+        for seq in range(first, end):
+            stored = log.get(seq)
+            if stored is None:
+                raise CorruptSnapshotError(run_id, index, f'message {seq} of the run log is missing')
+            try:
+                bodies.append(decode_body(stored))
+            except MessageDecodeError as error:
+                raise CorruptSnapshotError(run_id, index, f'message {seq} of the run log: {error}') from error
+    return bodies
+
+
+def _decode_state(row: SnapshotRow) -> SnapshotState:
+    if row.state not in _STATES:
+        raise CorruptSnapshotError(row.run_id, row.index, f'unknown state {row.state!r}')
+    return cast(SnapshotState, row.state)
+
+
+def _decode_saved_at(row: SnapshotRow) -> datetime:
+    if isinstance(row.saved_at, datetime):
+        return row.saved_at
+    try:
+        return parse_timestamp(row.saved_at)
+    except ValueError as error:
+        raise CorruptSnapshotError(row.run_id, row.index, f'saved_at is not a timestamp ({error})') from error
+
+
+def _is_range(item: Any) -> TypeGuard[Sequence[int]]:
+    if not isinstance(item, list) or len(cast(list[Any], item)) != 2:
+        return False
+    first, end = cast(list[Any], item)
+    return (
+        type(first) is int  # bool is an int subclass; a stored `true` is not a log number
+        and type(end) is int
+        and 0 <= first < end
+    )

@@ -1,0 +1,207 @@
+"""The Postgres store's index writes: `IndexWriter` on a cursor inside the commit's transaction.
+
+Every method awaits the real connection. The commit (`PostgresIndex.commit_many`) has taken its
+conversations' advisory locks before the port is used; `stored_run` then locks the run's row, so
+a save or a deletion of the run waits for the commit. Lists travel as arrays (`unnest`, `= ANY`),
+so a batch's thousands of postings are one statement each kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, LiteralString
+
+from ...index import FullTail, RunCommit, StoredRun, TermChunk
+from ._connect import PostgresConnector
+
+if TYPE_CHECKING:
+    from psycopg import AsyncCursor
+    from psycopg.rows import TupleRow
+
+__all__ = ('BUMP_GENERATION', 'SCOPE_KEY', 'PostgresIndexWriter')
+
+SCOPE_KEY: LiteralString = (
+    '(SELECT scope_key FROM {index_scopes} WHERE conversation_id = %(conv)s'
+    ' UNION ALL SELECT 0 WHERE %(conv)s::text IS NULL)'
+)
+"""The scope key of `%(conv)s`: 0 for `NULL`, `NULL` when the conversation has no scope row."""
+
+BUMP_GENERATION: LiteralString = (
+    "INSERT INTO {meta} (key, value) VALUES ('index_generation', %(generation)s)"
+    ' ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value'
+)
+
+_SCOPE_UPDATE: LiteralString = (
+    ' generation = EXCLUDED.generation, docs = s.docs + EXCLUDED.docs, length = s.length + EXCLUDED.length'
+    ' RETURNING scope_key'
+)
+_NEW_SCOPE: dict[bool, LiteralString] = {
+    True: 'INSERT INTO {index_scopes} AS s (scope_key, conversation_id, generation, docs, length)'
+    ' VALUES (0, NULL, %(generation)s, %(docs)s, %(length)s) ON CONFLICT (scope_key) DO UPDATE SET' + _SCOPE_UPDATE,
+    False: 'INSERT INTO {index_scopes} AS s (conversation_id, generation, docs, length)'
+    ' VALUES (%(conv)s, %(generation)s, %(docs)s, %(length)s) ON CONFLICT (conversation_id) DO UPDATE SET'
+    + _SCOPE_UPDATE,
+}
+
+_APPEND: LiteralString = (
+    'INSERT INTO {index_postings} AS t (scope_key, term, chunk, postings)'
+    ' SELECT new.scope_key, new.term, 0, new.postings'
+    ' FROM unnest(%(scopes)s::bigint[], %(terms)s::text[], %(postings)s::bytea[]) AS new (scope_key, term, postings)'
+    ' ON CONFLICT (scope_key, term, chunk) DO UPDATE SET postings = t.postings || EXCLUDED.postings'
+    ' RETURNING t.scope_key, t.term, octet_length(t.postings)'
+)
+
+
+class PostgresIndexWriter:
+    """`IndexWriter` over a cursor in the commit's transaction (see the module docstring)."""
+
+    def __init__(self, cur: AsyncCursor[TupleRow], db: PostgresConnector) -> None:
+        """Write through `cur`, which the caller holds in a transaction; `db` fills in table names."""
+        self._cur = cur
+        self._sql = db.sql
+
+    async def stored_run(self, run_id: str) -> StoredRun | None:
+        cur, sql = self._cur, self._sql
+        await cur.execute(sql('SELECT conversation_id FROM {runs} WHERE run_id = %s FOR UPDATE'), (run_id,))
+        run = await cur.fetchone()
+        if run is None:
+            return None
+        # A statement of its own, run after the locks: it sees every commit that held them.
+        await cur.execute(sql('SELECT run_key, seen FROM {index_runs} WHERE run_id = %s'), (run_id,))
+        indexed = await cur.fetchone()
+        return StoredRun(run[0], *((None, None) if indexed is None else indexed))
+
+    async def update_scope(self, conversation_id: str | None, *, docs: int, length: int, generation: str) -> int:
+        params = {'conv': conversation_id, 'generation': generation, 'docs': docs, 'length': length}
+        await self._cur.execute(
+            self._sql(
+                'UPDATE {index_scopes} SET generation = %(generation)s, docs = docs + %(docs)s,'
+                ' length = length + %(length)s WHERE scope_key = ' + SCOPE_KEY + ' RETURNING scope_key'
+            ),
+            params,
+        )
+        found = await self._cur.fetchone()
+        if found is None:
+            await self._cur.execute(self._sql(_NEW_SCOPE[conversation_id is None]), params)
+            found = await self._cur.fetchone()
+            assert found is not None, 'an upsert with RETURNING returns its row'
+        return found[0]
+
+    async def put_run(self, change: RunCommit, scope_key: int, run_key: int | None) -> int:
+        params: dict[str, Any] = {
+            'run_id': change.run_id,
+            'scope': scope_key,
+            'started_at': change.started_at,
+            'seen': change.seen,
+            'first': change.first,
+            'lengths': change.lengths,
+            'seqs': change.seqs,
+            'roles': change.roles,
+            'times': change.times,
+            'state': change.state,
+            'run_key': run_key,
+        }
+        if run_key is not None:
+            await self._cur.execute(
+                self._sql(
+                    'UPDATE {index_runs} SET scope_key = %(scope)s, started_at = %(started_at)s, seen = %(seen)s,'
+                    ' first = %(first)s, lengths = %(lengths)s, seqs = %(seqs)s, roles = %(roles)s,'
+                    ' times = %(times)s, state = %(state)s WHERE run_key = %(run_key)s'
+                ),
+                params,
+            )
+            return run_key
+        await self._cur.execute(
+            self._sql(
+                'INSERT INTO {index_runs}'
+                ' (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
+                ' VALUES (%(run_id)s, %(scope)s, %(started_at)s, %(seen)s, %(first)s, %(lengths)s, %(seqs)s,'
+                ' %(roles)s, %(times)s, %(state)s) RETURNING run_key'
+            ),
+            params,
+        )
+        found = await self._cur.fetchone()
+        assert found is not None, 'an INSERT with RETURNING returns its row'
+        return found[0]
+
+    async def chunks(self, scope_key: int, terms: Sequence[str]) -> list[TermChunk]:
+        await self._cur.execute(
+            self._sql(
+                'SELECT term, chunk, postings FROM {index_postings}'
+                ' WHERE scope_key = %s AND term = ANY(%s::text[]) FOR UPDATE'
+            ),
+            (scope_key, list(terms)),
+        )
+        return [TermChunk(term, number, bytes(data)) for term, number, data in await self._cur.fetchall()]
+
+    async def set_chunk(self, scope_key: int, term: str, chunk: int, postings: bytes) -> None:
+        await self._cur.execute(
+            self._sql('UPDATE {index_postings} SET postings = %s WHERE scope_key = %s AND term = %s AND chunk = %s'),
+            (postings, scope_key, term, chunk),
+        )
+
+    async def delete_chunk(self, scope_key: int, term: str, chunk: int) -> None:
+        await self._cur.execute(
+            self._sql('DELETE FROM {index_postings} WHERE scope_key = %s AND term = %s AND chunk = %s'),
+            (scope_key, term, chunk),
+        )
+
+    async def append_tails(self, tails: Sequence[tuple[int, str, bytes]], *, full_at: int) -> list[FullTail]:
+        cur, sql = self._cur, self._sql
+        await cur.execute(
+            sql(_APPEND),
+            {
+                'scopes': [scope_key for scope_key, _, _ in tails],
+                'terms': [term for _, term, _ in tails],
+                'postings': [data for _, _, data in tails],
+            },
+        )
+        due = [(scope_key, term) for scope_key, term, size in await cur.fetchall() if size >= full_at]
+        if not due:
+            return []
+        await cur.execute(
+            sql(
+                'SELECT o.scope_key, o.term, o.postings, (SELECT MAX(c.chunk) FROM {index_postings} AS c'
+                ' WHERE c.scope_key = o.scope_key AND c.term = o.term)'
+                ' FROM {index_postings} AS o JOIN unnest(%s::bigint[], %s::text[]) AS d (scope_key, term)'
+                ' ON o.scope_key = d.scope_key AND o.term = d.term WHERE o.chunk = 0'
+            ),
+            ([scope_key for scope_key, _ in due], [term for _, term in due]),
+        )
+        return [FullTail(scope_key, term, bytes(data), last) for scope_key, term, data, last in await cur.fetchall()]
+
+    async def seal_tails(self, sealed: Sequence[tuple[int, str, int, bytes]], tails: Sequence[tuple[int, str]]) -> None:
+        await self._cur.execute(
+            self._sql(
+                'INSERT INTO {index_postings} (scope_key, term, chunk, postings)'
+                ' SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::bytea[])'
+            ),
+            tuple(list(column) for column in zip(*sealed, strict=True)),
+        )
+        await self._cur.execute(
+            self._sql(
+                'DELETE FROM {index_postings} AS o USING unnest(%s::bigint[], %s::text[]) AS d (scope_key, term)'
+                ' WHERE o.scope_key = d.scope_key AND o.term = d.term AND o.chunk = 0'
+            ),
+            ([scope_key for scope_key, _ in tails], [term for _, term in tails]),
+        )
+
+    async def add_hashes(self, scope_key: int, run_key: int, hashes: Sequence[bytes]) -> None:
+        await self._cur.execute(
+            self._sql(
+                'INSERT INTO {index_hashes} (scope_key, hash, run_key)'
+                ' SELECT %s, new.hash, %s FROM unnest(%s::bytea[]) AS new (hash) ON CONFLICT DO NOTHING'
+            ),
+            (scope_key, run_key, list(hashes)),
+        )
+
+    async def clear_pending(self, conversation_id: str | None, run_id: str, upto: int) -> None:
+        await self._cur.execute(
+            self._sql(
+                'DELETE FROM {pending} WHERE conversation_id = %(pending)s AND run_id = %(run)s AND upto <= %(upto)s'
+            ),
+            {'pending': conversation_id or '', 'run': run_id, 'upto': upto},
+        )
+
+    async def bump_generation(self, generation: str) -> None:
+        await self._cur.execute(self._sql(BUMP_GENERATION), {'generation': generation})

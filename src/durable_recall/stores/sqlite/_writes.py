@@ -1,0 +1,145 @@
+"""The SQLite store's writes: registering runs, saving batches of snapshots, deleting conversations.
+
+Each is one `BEGIN IMMEDIATE` transaction on a connection the caller holds in a worker thread, so
+writers of several processes queue on SQLite's lock instead of interleaving. What a batch of
+deltas inserts is planned by `BatchWrite`; this module reads each run's tip and each base, and
+runs the inserts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from ...base import RunIdConflictError, RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
+from .._batch_write import BaseEntry, BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
+from .._run_rows import encode_metadata, run_record
+from .._snapshot_rows import decode_ranges
+from ._connection import transaction
+from ._index import forget_conversation, mark_pending
+from ._reads import RUN_COLUMNS, SELECT_LOG, SNAPSHOT_COLUMNS
+
+__all__ = ('delete_conversation', 'register_run', 'write_batch')
+
+
+def register_run(conn: sqlite3.Connection, registration: RunRegistration) -> RunRecord:
+    """Insert the run, or return the stored record of the same agent run.
+
+    Raises:
+        RunIdConflictError: The run id is taken by another agent run.
+    """
+    with transaction(conn, 'BEGIN IMMEDIATE'):
+        row = conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', (registration.run_id,))
+        existing = row.fetchone()
+        if existing is not None:
+            record = run_record(*existing)
+            if record.token != registration.token:
+                raise RunIdConflictError(registration.run_id)
+            return record
+        record = registration.record(datetime.now(UTC))
+        conn.execute(
+            f'INSERT INTO dr_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
+            (
+                record.run_id,
+                record.conversation_id,
+                record.parent_run_id,
+                record.agent_name,
+                encode_metadata(record.metadata),
+                format_timestamp(record.started_at),
+                record.token,
+            ),
+        )
+        return record
+
+
+def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
+    """Delete a conversation's runs, their snapshots, log and index; the number of runs deleted."""
+    runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
+    with transaction(conn, 'BEGIN IMMEDIATE'):
+        forget_conversation(conn, conversation_id)
+        conn.execute(f'DELETE FROM dr_messages WHERE run_id IN ({runs})', (conversation_id,))
+        conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))
+        return conn.execute('DELETE FROM dr_runs WHERE conversation_id = ?', (conversation_id,)).rowcount
+
+
+def write_batch(
+    conn: sqlite3.Connection, deltas: Sequence[SnapshotDelta], encoded: Sequence[Sequence[StoredBody]]
+) -> list[bool]:
+    """Store the deltas in one write transaction: every new one, or (on any error) none."""
+    batch = BatchWrite()
+    tips: dict[str, RunTip] = {}
+    with transaction(conn, 'BEGIN IMMEDIATE'):
+        for delta, bodies in zip(deltas, encoded, strict=True):
+            tip = tips.get(delta.run_id)
+            if tip is None:
+                tip = tips[delta.run_id] = _tip(conn, delta.run_id)
+            base = None
+            if delta.base_run_id is not None and delta.index == tip.next_index == 0:
+                _insert(conn, batch)  # the base may be a run this batch has just written
+                base = _base_log(conn, delta.base_run_id, delta.base_index, tip.conversation_id)
+            batch.add(tip, delta, bodies, base)
+        _insert(conn, batch)
+        for run_id, (conversation_id, upto) in batch.pending.items():
+            mark_pending(conn, conversation_id, run_id, upto)
+    return batch.results
+
+
+def _tip(conn: sqlite3.Connection, run_id: str) -> RunTip:
+    """The run's chain tip, read in the save's transaction.
+
+    Raises:
+        SnapshotChainError: The run is not registered.
+    """
+    found = conn.execute(
+        'SELECT conversation_id,'
+        ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM dr_snapshots WHERE run_id = ?1),'
+        ' (SELECT ranges FROM dr_snapshots WHERE run_id = ?1 ORDER BY idx DESC LIMIT 1),'
+        ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM dr_messages WHERE run_id = ?1)'
+        ' FROM dr_runs WHERE run_id = ?1',
+        (run_id,),
+    ).fetchone()
+    if found is None:
+        raise unregistered_run(run_id)
+    return RunTip(run_id, *found)
+
+
+def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
+    rows, snapshots = batch.take()
+    conn.executemany(
+        'INSERT INTO dr_messages (run_id, seq, body, ref_run_id, ref_seq) VALUES (?, ?, ?, ?, ?)',
+        [(row.run_id, row.seq, row.body, row.ref_run_id, row.ref_seq) for row in rows],
+    )
+    conn.executemany(
+        f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        [(s.run_id, s.index, s.step_index, s.state, format_timestamp(s.saved_at), s.ranges, s.size) for s in snapshots],
+    )
+
+
+def _base_log(conn: sqlite3.Connection, run_id: str, index: int | None, conversation_id: str | None) -> BaseLog | None:
+    """The snapshot a first delta builds on, or `None` if the store holds none."""
+    if index is None:
+        return None
+    found = conn.execute(
+        'SELECT r.conversation_id, s.ranges FROM dr_runs AS r'
+        ' JOIN dr_snapshots AS s ON s.run_id = r.run_id AND s.idx = ? WHERE r.run_id = ?',
+        (index, run_id),
+    ).fetchone()
+    if found is None:
+        return None
+    shared = found[0] == conversation_id
+    ranges = decode_ranges(run_id, index, found[1])
+    entries: dict[int, BaseEntry] = {}
+    for first, end in ranges:
+        if shared:
+            # Where each entry's body lives: the row itself, or the one its reference names.
+            rows = conn.execute(
+                'SELECT seq, COALESCE(ref_run_id, run_id), COALESCE(ref_seq, seq) FROM dr_messages'
+                ' WHERE run_id = ? AND seq >= ? AND seq < ?',
+                (run_id, first, end),
+            )
+            entries.update((seq, BaseEntry(owner, at)) for seq, owner, at in rows)
+        else:
+            rows = conn.execute(f'{SELECT_LOG} WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ?', (run_id, first, end))
+            entries.update((seq, BaseEntry(run_id, seq, body)) for seq, body in rows if body is not None)
+    return BaseLog(shared, base_entries_at(run_id, index, ranges, entries))
