@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from durable_recall import SnapshotChainError, SnapshotDelta
-from durable_recall.stores._chain import inline_base, resolve_delta
+from durable_recall.stores._chain import Inherited, base_entries, resolve_delta
 
 
 def delta(
@@ -44,18 +44,15 @@ class TestResolve:
             resolve_delta(delta([(-1, 2)], ['a'], index=0), None, next_seq=0)
 
 
-class TestInlineBase:
-    def test_copies_base_bodies_in_order(self) -> None:
+class TestBaseEntries:
+    def test_takes_base_positions_in_order_then_the_new_messages(self) -> None:
         based = delta([(1, 3), (-1, 1)], ['new'], index=0, base_run_id='prev', base_index=2)
-        inlined = inline_base(based, ['p0', 'p1', 'p2'])
-        assert inlined.base_run_id is None
-        assert inlined.messages == ['p1', 'p2', 'new']
-        assert inlined.segments == [(-1, 3)]
+        assert base_entries(based, 3) == [Inherited(1), Inherited(2), 'new']
 
     def test_missing_base_is_an_error_not_a_silent_gap(self) -> None:
         based = delta([(0, 1)], [], index=0, base_run_id='prev', base_index=0)
         with pytest.raises(SnapshotChainError, match="run 'prev', which the store does not hold"):
-            inline_base(based, None)
+            base_entries(based, None)
 
     def test_resolve_refuses_an_uninlined_base(self) -> None:
         with pytest.raises(SnapshotChainError, match='must be inlined'):

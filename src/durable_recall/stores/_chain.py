@@ -26,7 +26,6 @@ __all__ = (
     'PlannedDelta',
     'ResolvedSnapshot',
     'base_entries',
-    'inline_base',
     'plan_delta',
     'ranges_size',
     'resolve_delta',
@@ -189,35 +188,6 @@ def base_entries(delta: SnapshotDelta, base_size: int | None) -> list[str | Inhe
 def snapshot_seqs(ranges: Sequence[LogRange]) -> list[int]:
     """The log number of each message of the snapshot that `ranges` assemble, in order."""
     return [seq for first, end in ranges for seq in range(first, end)]
-
-
-def inline_base(delta: SnapshotDelta, base_bodies: Sequence[str] | None) -> SnapshotDelta:
-    """Rewrite a delta based on another run's snapshot into one that carries every message itself.
-
-    The copying form of `base_entries`: the stores keep inherited entries as references (or
-    copies) themselves, through `plan_delta`.
-
-    Args:
-        delta: A run's first delta, with `base_run_id` set.
-        base_bodies: The message bodies of the base snapshot in order, or `None` if the store
-            holds no such snapshot.
-
-    Raises:
-        SnapshotChainError: As `base_entries` says.
-    """
-    if delta.base_run_id is None:
-        return delta
-    entries = base_entries(delta, None if base_bodies is None else len(base_bodies))
-    assert base_bodies is not None, 'base_entries refuses a missing base'
-    bodies = [base_bodies[entry.position] if isinstance(entry, Inherited) else entry for entry in entries]
-    return SnapshotDelta(
-        run_id=delta.run_id,
-        index=0,
-        step_index=delta.step_index,
-        state=delta.state,
-        segments=[(-1, len(bodies))] if bodies else [],
-        messages=bodies,
-    )
 
 
 def _slice(ranges: Sequence[LogRange], start: int, end: int) -> list[LogRange]:
