@@ -310,3 +310,39 @@ class TestReuse:
                     ConversationSearch(SnapshotHistorySource(InMemoryStepStore()), scope='conversation'),
                 ],
             )
+
+
+class TestAnySource:
+    """A source other than the store's: the engine indexes its records in memory, following their versions."""
+
+    async def test_a_replaced_message_is_found_by_its_new_words_only(self) -> None:
+        source = StubSource()
+        source.add('r1', [user('the key is in vault/alpha'), reply('noted')])
+        tool = search_all(source, context_lines=0)
+        assert 'vault/alpha' in await tool.search(context(), request('alpha'))
+        source.runs[0][1][0] = user('the key moved to vault/omega')
+        source.versions['r1'] = 1
+        assert (await tool.search(context(), request('alpha'))).startswith('No matches')
+        found = await tool.search(context(), request('omega'))
+        assert found.startswith('1 match') and 'vault/omega' in found
+
+    async def test_a_run_that_left_the_source_is_no_longer_searched(self) -> None:
+        source = StubSource()
+        source.add('r1', [user('zebra one')])
+        source.add('r2', [user('zebra two')])
+        tool = search_all(source)
+        assert (await tool.search(context(), request('zebra'))).startswith('2 matches')
+        del source.runs[0]
+        answer = await tool.search(context(), request('zebra'))
+        assert answer.startswith('1 match') and 'zebra two' in answer and 'zebra one' not in answer
+
+    async def test_a_corrupt_run_keeps_what_was_indexed_and_is_named(self) -> None:
+        source = StubSource()
+        source.add('r1', [user('zebra one')])
+        source.add('r2', [user('zebra two')])
+        tool = search_all(source)
+        await tool.search(context(), request('zebra'))
+        source.corrupt.add('r1')
+        answer = await tool.search(context(), request('zebra'))
+        assert answer.startswith('2 matches')
+        assert "run 'r1', snapshot 3 (log ranges are not JSON)" in answer

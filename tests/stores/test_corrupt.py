@@ -73,3 +73,40 @@ async def test_corrupt_run_metadata_is_reported(sql_kit: StoreKit) -> None:
         await store.get_run('run-1')
     with pytest.raises(_errors.DurableRecallError, match='metadata'):
         await store.list_runs()
+
+
+async def test_a_search_names_a_corrupt_run_row_and_answers_from_the_rest(sql_kit: StoreKit) -> None:
+    from durable_recall import ConversationSearch, SnapshotHistorySource
+    from durable_recall.search import SearchRequest
+    from tests.search._stub import context
+
+    store = sql_kit.store
+    for run_id, first in (('run-1', 0), ('run-2', 2)):
+        await store.register_run(registration(run_id))
+        await save_history(store, run_id, [messages(first, first + 1)])
+    tool = ConversationSearch(SnapshotHistorySource(store), scope='conversation', context_lines=0)
+    ctx = context(conversation_id='conv')
+    before = await tool.search(ctx, SearchRequest(query='question'))
+    assert before.startswith('2 matches') and 'Warning' not in before
+
+    # Run 1's row breaks after it was indexed: a process that reads it (a cold one; a warm one keeps
+    # the records it showed) names it where it would have shown it.
+    await sql_kit.query("UPDATE {runs} SET metadata = '[1]' WHERE run_id = ?", 'run-1')
+    cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation', context_lines=0)
+    answer = await cold.search(ctx, SearchRequest(query='question'))
+    assert answer.startswith('1 match for') and 'run: run-2' in answer
+    assert answer.endswith(
+        'Warning: part of the persisted history could not be read and was not searched: '
+        "run 'run-1' (metadata is not a JSON object)."
+    )
+
+    # A pending run whose row does not read is named by the catch-up, and the rest is still indexed.
+    await store.register_run(registration('run-3'))
+    await save_history(store, 'run-3', [messages(6, 7)])
+    await sql_kit.query("UPDATE {runs} SET metadata = '[1]' WHERE run_id = ?", 'run-3')
+    await store.register_run(registration('run-4'))
+    await save_history(store, 'run-4', [messages(8, 9)])
+    fresh = ConversationSearch(SnapshotHistorySource(store), scope='conversation', context_lines=0)
+    answer = await fresh.search(ctx, SearchRequest(query='question 8'))
+    assert 'run: run-4' in answer
+    assert "run 'run-3' (metadata is not a JSON object)" in answer
