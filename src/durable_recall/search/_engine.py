@@ -19,7 +19,7 @@ from . import _answer
 from ._corpus import Corpus, StoreCorpus
 from ._hits import Candidate, Hit
 from ._outcome import Outcome
-from ._ranking import Ranker
+from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
 from ._snapshot_source import SnapshotHistorySource
 from ._source_corpus import SourceCorpus
@@ -97,22 +97,22 @@ class SearchEngine:
             await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
             # Relevance order needs only the best few ranked exactly: start from `max_matches` and
             # widen while the windows of the hits chosen hide so many that more must be looked at.
-            limit = self.max_matches if request.order == 'relevance' else None
+            ask = Ask(
+                terms=terms,
+                params=self.params,
+                filters=filters,
+                conversation_id=conversation_id,
+                all_scopes=all_scopes,
+                run_id=request.run_id,
+                limit=self.max_matches if request.order == 'relevance' else None,
+            )
             while True:
-                ranked = await ranker.rank(
-                    terms,
-                    self.params,
-                    filters,
-                    conversation_id=conversation_id,
-                    all_scopes=all_scopes,
-                    run_id=request.run_id,
-                    limit=limit,
-                )
-                if limit is None or len(ranked.candidates) < limit:
+                ranked = await ranker.rank(ask)
+                if ask.limit is None or len(ranked.candidates) < ask.limit:
                     break
                 if len(self._distinct(ranked.candidates)) >= self.max_matches:
                     break
-                limit *= 4
+                ask = replace(ask, limit=ask.limit * 4)
             fixed: str | None = None
             if request.run_id is not None and (not ranked.known_run or ranked.total == 0):
                 fixed = _answer.no_run(request.run_id)

@@ -43,7 +43,7 @@ from ._corpus import Corpus
 from ._hits import Candidate, Hit
 from ._request import Filters
 
-__all__ = ('Ranked', 'Ranker')
+__all__ = ('Ask', 'Ranked', 'Ranker')
 
 _ALL = object()
 _POSITION = (1 << 32) - 1
@@ -75,6 +75,29 @@ class _Scope:
 
 class _Moved(Exception):
     """The scope's index changed while a search read it: read it again."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ask:
+    """What one ranking asks for.
+
+    Attributes:
+        terms: The query's distinct terms.
+        params: BM25 parameters.
+        filters: Roles and times the candidates must have (statistics still cover the scope).
+        conversation_id: The scope's conversation (ignored with `all_scopes`).
+        all_scopes: The whole store.
+        run_id: Rank one run's whole record instead.
+        limit: Only the best this many candidates (`None`: all).
+    """
+
+    terms: Sequence[str]
+    params: Bm25Params
+    filters: Filters
+    conversation_id: str | None
+    all_scopes: bool
+    run_id: str | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,41 +150,23 @@ class Ranker:
         while len(self._scopes) > self._max_scopes:
             self._scopes.popitem(last=False)
 
-    async def rank(
-        self,
-        terms: Sequence[str],
-        params: Bm25Params,
-        filters: Filters,
-        *,
-        conversation_id: str | None,
-        all_scopes: bool,
-        run_id: str | None,
-        limit: int | None = None,
-    ) -> Ranked:
-        """Exact BM25 over the scope's documents (or one run's whole record, for `run_id`).
+    async def rank(self, ask: Ask) -> Ranked:
+        """Exact BM25 over the scope's documents (or one run's whole record, for `ask.run_id`).
 
-        Call `refresh` first. With `limit`, only the best `limit` candidates are returned (ties
+        Call `refresh` first. With `ask.limit`, only the best `limit` candidates are returned (ties
         broken by corpus order, as in the full ranking).
         """
         for _ in range(_RETRIES):
             try:
-                scope = self._ranked = self._scopes[_ALL if all_scopes else conversation_id]
-                return await self._rank(scope, terms, params, filters, conversation_id, all_scopes, run_id, limit)
+                scope = self._ranked = self._scopes[_ALL if ask.all_scopes else ask.conversation_id]
+                return await self._rank(scope, ask)
             except _Moved:
-                await self.refresh(conversation_id, all_scopes=all_scopes)
+                await self.refresh(ask.conversation_id, all_scopes=ask.all_scopes)
         raise RuntimeError('the search index kept changing while it was read; retry the search')
 
-    async def _rank(
-        self,
-        scope: _Scope,
-        terms: Sequence[str],
-        params: Bm25Params,
-        filters: Filters,
-        conversation_id: str | None,
-        all_scopes: bool,
-        run_id: str | None,
-        limit: int | None,
-    ) -> Ranked:
+    async def _rank(self, scope: _Scope, ask: Ask) -> Ranked:
+        terms, params, filters, limit = ask.terms, ask.params, ask.filters, ask.limit
+        conversation_id, all_scopes, run_id = ask.conversation_id, ask.all_scopes, ask.run_id
         only: _Run | None = None
         head: list[Counter[str]] = []
         if run_id is not None:

@@ -132,10 +132,19 @@ class SqliteIndexWriter:
         return full
 
     async def seal_tails(self, sealed: Sequence[tuple[int, str, int, bytes]], tails: Sequence[tuple[int, str]]) -> None:
-        self._conn.executemany(
-            'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)', sealed
-        )
-        self._conn.executemany('DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = 0', tails)
+        # Term by term, each tail deleted right after its chunks went in: the next term's chunks
+        # then reuse the room it leaves on the same pages (all inserts first grows the table ~3%).
+        chunks: dict[tuple[int, str], list[tuple[int, str, int, bytes]]] = {}
+        for row in sealed:
+            chunks.setdefault((row[0], row[1]), []).append(row)
+        for scope_key, term in tails:
+            self._conn.executemany(
+                'INSERT INTO dr_index_postings (scope_key, term, chunk, postings) VALUES (?, ?, ?, ?)',
+                chunks.get((scope_key, term), []),
+            )
+            self._conn.execute(
+                'DELETE FROM dr_index_postings WHERE scope_key = ? AND term = ? AND chunk = 0', (scope_key, term)
+            )
 
     async def add_hashes(self, scope_key: int, run_key: int, hashes: Sequence[bytes]) -> None:
         self._conn.executemany(
