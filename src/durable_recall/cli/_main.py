@@ -20,7 +20,7 @@ from pydantic_ai.exceptions import UserError
 
 from ..base import DurableRecallError
 from ..search import ORDERS
-from ..text import ROLES
+from ..text import ROLES, SEARCH_TOOL_NAME
 from ._demo import add_demo_parser, run_demo
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError, one_line
 from ._index import index_store
@@ -155,7 +155,7 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         parents=[store],
         help='search with the tool: same BM25 ranking, scope rules and answer',
         description=(
-            'Search the store exactly as the search_conversation_history tool does. --conversation ID searches '
+            f'Search the store exactly as the {SEARCH_TOOL_NAME} tool does. --conversation ID searches '
             "like a run of that conversation (scope='conversation'); --all searches the whole store."
         ),
     )

@@ -26,9 +26,10 @@ from ._markers import (
     marker_request,
     without_marker,
 )
-from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SEARCH_TOOL_NAME, SHORT_LIMIT, TEXT_LIMIT, display_lines, index_text
+from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SHORT_LIMIT, TEXT_LIMIT, display_lines, index_text
 from ._roles import ROLES, Role, message_role, message_time
 from ._tokenize import Token, iter_tokens, tokenize
+from ._tool_name import SEARCH_TOOL_NAME
 
 __all__ = (
     'COMPACTION_MARKER_KEY',

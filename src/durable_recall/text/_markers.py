@@ -11,6 +11,8 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, TextContent, UserPromptPart
 
+from ._tool_name import SEARCH_TOOL_NAME
+
 __all__ = (
     'COMPACTION_MARKER_KEY',
     'compaction_marker_count',
@@ -88,7 +90,7 @@ def marker_request(dropped: int) -> ModelRequest:
     noun = 'message was' if dropped == 1 else 'messages were'
     text = (
         f'[{dropped} earlier {noun} removed from this context window to save space. They are persisted: '
-        'call `search_conversation_history` to recall an exact detail from them.]'
+        f'call `{SEARCH_TOOL_NAME}` to recall an exact detail from them.]'
     )
     tag = {COMPACTION_MARKER_KEY: {'dropped': dropped}}
     return ModelRequest(parts=[UserPromptPart(content=[TextContent(text, metadata=tag)])], metadata=tag)

@@ -52,19 +52,16 @@ from pydantic_ai.messages import (
 from ._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
 from ._markers import is_compaction_marker, is_marker_part
+from ._tool_name import SEARCH_TOOL_NAME
 
 __all__ = (
     'DEFAULT_SKIP_TOOLS',
     'NO_TEXT',
-    'SEARCH_TOOL_NAME',
     'SHORT_LIMIT',
     'TEXT_LIMIT',
     'display_lines',
     'index_text',
 )
-
-SEARCH_TOOL_NAME = 'search_conversation_history'
-"""The name the search tool registers under."""
 
 DEFAULT_SKIP_TOOLS: frozenset[str] = frozenset({SEARCH_TOOL_NAME})
 """Tools whose calls and returns are never indexed: the search tool itself, so it never finds itself."""
