@@ -43,12 +43,15 @@ __all__ = (
     'Conversation',
     'Run',
     'Step',
+    'Writer',
     'conversation_from_json',
     'conversation_to_json',
     'generate_conversation',
     'make_queries',
+    'new_writer',
     'response_for',
     'scripted_agent_parts',
+    'token_estimate',
 )
 
 SCRIPT_VERSION = 1
@@ -192,8 +195,16 @@ def _vocabulary() -> _Vocabulary:
 # --- text ------------------------------------------------------------------------------------
 
 
-class _Writer:
-    """Text of one conversation: Zipf prose and the identifiers of its own project."""
+def new_writer(rng: random.Random) -> Writer:
+    """A conversation's writer, its project name drawn from `rng` (the first draw of a conversation)."""
+    return Writer(rng, rng.choice(_vocabulary().ranked[500:5_000]))
+
+
+class Writer:
+    """Text of one conversation: Zipf prose and the identifiers of its own project.
+
+    Public so that other workloads (`benchmarks._chat`) write the same kind of text.
+    """
 
     def __init__(self, rng: random.Random, project: str) -> None:
         self.rng = rng
@@ -303,7 +314,7 @@ class _Writer:
 # --- tools -----------------------------------------------------------------------------------
 
 
-def _tool_call(writer: _Writer, call_id: str) -> Call:
+def _tool_call(writer: Writer, call_id: str) -> Call:
     rng = writer.rng
     tool = rng.choices(TOOL_NAMES, weights=(30, 25, 15, 8, 12, 10))[0]
     args: dict[str, Any]
@@ -380,20 +391,21 @@ def _step_count(rng: random.Random) -> int:
     return rng.randint(40, 120)
 
 
-def _prompt(writer: _Writer) -> str:
+def _prompt(writer: Writer) -> str:
     text = writer.paragraph(1, 3)
     if writer.rng.random() < 0.08:
         text += '\n\n' + writer.logs(writer.rng.randint(4, 30))
     return text
 
 
-def _answer(writer: _Writer) -> str:
+def _answer(writer: Writer) -> str:
     if writer.rng.random() < 0.05:
         return writer.paragraph(15, 40) + '\n\n' + writer.code(writer.rng.randint(10, 40))
     return writer.paragraph(2, 7)
 
 
-def _tokens(text: str) -> int:
+def token_estimate(text: str) -> int:
+    """A model's token count for `text`, roughly (four characters a token), for the scripted usage."""
     return max(1, len(text) // 4)
 
 
@@ -405,7 +417,7 @@ def generate_conversation(
     Deterministic: the same arguments give the same conversation, in any process.
     """
     rng = random.Random(f'{SCRIPT_VERSION}:{seed}:{conversation_id}')
-    writer = _Writer(rng, rng.choice(_vocabulary().ranked[500:5_000]))
+    writer = new_writer(rng)
     prefix = run_prefix or conversation_id
     runs: list[Run] = []
     total = 0
@@ -413,17 +425,17 @@ def generate_conversation(
     while total < messages:
         run_id = f'{prefix}-r{len(runs):05d}'
         prompt = _prompt(writer)
-        context += _tokens(prompt)
+        context += token_estimate(prompt)
         steps: list[Step] = []
         for step_index in range(_step_count(rng) - 1):
             text = writer.sentence() if rng.random() < 0.3 else ''
             count = rng.choices((1, 2, 3, 4), weights=(75, 18, 5, 2))[0]
             calls = tuple(_tool_call(writer, f'call_{run_id}_{step_index}_{k}') for k in range(count))
-            output = _tokens(text) + sum(_tokens(json.dumps(call.args)) for call in calls)
+            output = token_estimate(text) + sum(token_estimate(json.dumps(call.args)) for call in calls)
             steps.append(Step(text=text, calls=calls, input_tokens=context, output_tokens=output))
-            context = min(context + output + sum(_tokens(str(call.result)) for call in calls), 200_000)
+            context = min(context + output + sum(token_estimate(str(call.result)) for call in calls), 200_000)
         answer = _answer(writer)
-        steps.append(Step(text=answer, calls=(), input_tokens=context, output_tokens=_tokens(answer)))
+        steps.append(Step(text=answer, calls=(), input_tokens=context, output_tokens=token_estimate(answer)))
         runs.append(Run(run_id=run_id, prompt=prompt, steps=tuple(steps)))
         total += runs[-1].message_count
     return Conversation(conversation_id=conversation_id, runs=tuple(runs))

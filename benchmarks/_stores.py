@@ -28,6 +28,12 @@ __all__ = ('StoreSize', 'StoreSpec', 'clone_conversation', 'postgres_size', 'sql
 _PREFIX = 'dr_'
 """Every table of the store starts with it, the search index's included."""
 
+_COPIED = ('runs', 'messages', 'message_refs', 'snapshots')
+"""The tables holding a conversation's runs row for row; `message_refs` from schema version 5 on."""
+
+_SUFFIXED = frozenset({'run_id', 'ref_run_id', 'conversation_id', 'token'})
+"""Columns naming a run or a conversation (or a run's unique token): a copy's own ids end in its suffix."""
+
 _BATCH_RUNS = 64
 """Runs committed together, as catch-up batches them, so the copies' chunks are laid out as `update_index` lays them."""
 
@@ -179,34 +185,41 @@ class _Database:
         return self._conn.execute(template.format_map(_Tables(schema)).replace('?', '%s').encode(), params)
 
     def copy_rows(self, source: str, suffix: str) -> int:
-        """Copy the conversation's runs, message log and snapshots; the message rows added."""
-        self.query(
-            'INSERT INTO {runs} (run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token)'
-            ' SELECT run_id || ?, conversation_id || ?, parent_run_id, agent_name, metadata, started_at, token || ?'
-            ' FROM {runs} WHERE conversation_id = ?',
-            suffix,
-            suffix,
-            suffix,
-            source,
-        )
-        # A message's body is text, or on Postgres compressed bytes in a column of their own.
-        bodies = ('body',) if self._spec.kind == 'sqlite' else ('body', 'data')
-        added = self.query(
-            f'INSERT INTO {{messages}} (run_id, seq, {", ".join(bodies)}, ref_run_id, ref_seq)'
-            f' SELECT m.run_id || ?, m.seq, {", ".join(f"m.{column}" for column in bodies)}, m.ref_run_id || ?,'
-            ' m.ref_seq FROM {messages} AS m JOIN {runs} AS r ON r.run_id = m.run_id WHERE r.conversation_id = ?',
-            suffix,
-            suffix,
-            source,
-        ).rowcount
-        self.query(
-            'INSERT INTO {snapshots} (run_id, idx, step_index, state, saved_at, ranges, size)'
-            ' SELECT s.run_id || ?, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size'
-            ' FROM {snapshots} AS s JOIN {runs} AS r ON r.run_id = s.run_id WHERE r.conversation_id = ?',
-            suffix,
-            source,
-        )
+        """Copy the conversation's runs, message log and snapshots; the message rows added.
+
+        Every column is copied as it is but the ids (`_SUFFIXED`), which get the suffix, so the
+        copy follows the schema of the store at hand (a table it lacks is skipped).
+        """
+        added = 0
+        for table in _COPIED:
+            columns = self.columns(table)
+            if not columns:
+                continue
+            names = ', '.join(f'"{column}"' for column in columns)
+            values = ', '.join(f'x."{column}" || ?' if column in _SUFFIXED else f'x."{column}"' for column in columns)
+            where = (
+                'x.conversation_id = ?'
+                if table == 'runs'
+                else 'x.run_id IN (SELECT run_id FROM {runs} WHERE conversation_id = ?)'
+            )
+            suffixes = [suffix] * sum(column in _SUFFIXED for column in columns)
+            query = f'INSERT INTO {{{table}}} ({names}) SELECT {values} FROM {{{table}}} AS x WHERE {where}'
+            count = self.query(query, *suffixes, source).rowcount
+            if table == 'messages':
+                added = count
         return added
+
+    def columns(self, table: str) -> list[str]:
+        """The columns of one of the store's tables, in order; none when the schema has no such table."""
+        name = f'{_PREFIX}{table}'
+        if self._spec.kind == 'sqlite':
+            return [str(row[1]) for row in self._conn.execute(f'PRAGMA table_info("{name}")').fetchall()]
+        rows = self._conn.execute(
+            'SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s'
+            ' ORDER BY ordinal_position',
+            (self._spec.schema or 'public', name),
+        ).fetchall()
+        return [str(column) for (column,) in rows]
 
     def terms(self, source: str) -> list[str]:
         """Every term the conversation's index holds postings of (the index port lists none)."""

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+
+import pytest
+
 import durable_recall
 
 
@@ -44,10 +50,71 @@ def test_every_name_resolves() -> None:
         assert getattr(durable_recall, name) is not None
 
 
-def test_importing_the_package_loads_no_driver() -> None:
-    import subprocess
-    import sys
+def _fresh(code: str) -> str:
+    """What `code` prints, run in a new interpreter: what an import loads depends on what came before."""
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
 
+
+def test_importing_the_package_loads_no_driver() -> None:
     code = 'import sys, durable_recall; print(sorted(m for m in ("psycopg", "sqlite3") if m in sys.modules))'
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == '[]'
+    assert _fresh(code) == '[]'
+
+
+def test_importing_the_package_loads_no_layer() -> None:
+    # The names load on first use: `durable-recall --help` must not pay for pydantic-ai.
+    code = (
+        'import sys, durable_recall; '
+        'print(sorted(m for m in sys.modules if m.startswith(("durable_recall.", "pydantic_ai", "pydantic."))))'
+    )
+    assert _fresh(code) == '[]'
+
+
+def test_every_name_imports_in_a_fresh_process() -> None:
+    names = ', '.join(durable_recall.__all__)
+    code = f'from durable_recall import {names}; print("ok")'
+    assert _fresh(code) == 'ok'
+    star = 'from durable_recall import *; import durable_recall as d; g = globals(); print(set(d.__all__) <= set(g))'
+    assert _fresh(star) == 'True'
+
+
+def test_each_name_is_its_layer_s_own() -> None:
+    homes = durable_recall._HOMES
+    assert sorted(homes) == sorted(durable_recall.__all__)
+    for name, layer in homes.items():
+        assert getattr(durable_recall, name) is getattr(importlib.import_module(f'durable_recall.{layer}'), name)
+
+
+def test_dir_and_unknown_names() -> None:
+    assert set(durable_recall.__all__) <= set(dir(durable_recall))
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        durable_recall.NoSuchThing  # noqa: B018
+
+
+def test_the_layers_are_still_attributes_of_a_fresh_import() -> None:
+    # An eager import used to load these; code that reached `durable_recall.search.X` keeps working.
+    code = 'import durable_recall as d; print(d.search.SearchRequest.__name__, d.text.tokenize.__name__)'
+    assert _fresh(code) == 'SearchRequest tokenize'
+
+
+_SANDBOX_PROBE = """
+import sys
+from temporalio.worker.workflow_sandbox._importer import Importer
+from temporalio.worker.workflow_sandbox._restrictions import RestrictionContext, SandboxRestrictions
+
+restrictions = SandboxRestrictions.default.with_passthrough_modules('durable_recall', 'pydantic_ai', 'pydantic')
+host = sys.modules
+with Importer(restrictions, RestrictionContext()).applied():
+    from durable_recall import StepPersistence
+    layer = sys.modules['durable_recall.persistence']
+own = host['durable_recall.persistence']
+print(layer is own, StepPersistence is own.StepPersistence)
+"""
+
+
+def test_a_name_first_used_in_temporal_s_sandbox_comes_from_the_host() -> None:
+    # `DurableRecallPlugin` passes durable_recall through Temporal's workflow sandbox. A name that
+    # workflow code is the first to use loads inside the sandbox's import hook, which must hand it the
+    # worker process's own layer, not a sandbox re-execution. The end-to-end tests (tests/durable)
+    # load every name on the host first, so this drives the sandbox's importer directly.
+    pytest.importorskip('temporalio')
+    assert _fresh(_SANDBOX_PROBE) == 'True True'

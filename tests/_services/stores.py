@@ -29,10 +29,17 @@ class StoreKit:
     postgres_schema: str | None = None
 
     async def log_size(self, run_id: str) -> int:
-        """How many message bodies the run's log holds."""
+        """How many entries the run's log holds: bodies of its own, and references to other runs' entries."""
         if isinstance(self.store, InMemoryStepStore):
             return len(self.store._runs[run_id].log)
-        (count,) = (await self.query('SELECT COUNT(*) FROM {messages} WHERE run_id = ?', run_id))[0]
+        (count,) = (
+            await self.query(
+                'SELECT (SELECT COUNT(*) FROM {messages} WHERE run_id = ?)'
+                ' + (SELECT COALESCE(SUM(count), 0) FROM {message_refs} WHERE run_id = ?)',
+                run_id,
+                run_id,
+            )
+        )[0]
         return count
 
     async def stored_ranges(self, run_id: str) -> list[list[tuple[int, int]]]:

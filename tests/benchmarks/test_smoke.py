@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks._measure import ranking_agreement
 from benchmarks._script import conversation_from_json, conversation_to_json, generate_conversation, make_queries
 from benchmarks._venv import CACHE
 from benchmarks.histories import replay_with_agent, write_conversation
 from benchmarks.oracle import Oracle, overlap_at
-from benchmarks.run import ranking_agreement
 
 from durable_recall import InMemoryStepStore, SqliteStepStore
 from durable_recall.history import message_hash
@@ -101,6 +101,8 @@ def test_runner_prints_the_table_at_a_tiny_size() -> None:
     assert 'overlap@10 vs exact BM25 oracle' in out
     assert '1.000 (min 1.00)' in out
     assert 'search cost vs size of other conversations' in out
+    assert 'CLI start: durable-recall --help (ms)' in out
+    assert 'CLI start: durable-recall conversations --store FILE (ms)' in out
 
 
 @pytest.mark.skipif(not (CACHE / 'harness-0.62.0' / '.ready').exists(), reason='the reference venv is not built')

@@ -203,7 +203,6 @@ class TestUnexpectedErrors:
             raise RuntimeError('boom\nsecond line')
 
         monkeypatch.setattr(_inspect, 'list_conversations', explode)
-        monkeypatch.setattr('durable_recall.cli._main.list_conversations', explode)
         result = run_cli(capsys, ['conversations', '--store', populated.store])
         assert_one_line_error(result, 'unexpected RuntimeError: boom second line', 'DURABLE_RECALL_DEBUG=1')
         monkeypatch.setenv('DURABLE_RECALL_DEBUG', '1')

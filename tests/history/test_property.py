@@ -188,7 +188,7 @@ class Resumed:
         for position in builder.take_changes():
             self.seqs[position] = builder.seq(position)
             self.digests[position] = builder.hash(position)
-        self.state = FoldState.from_json(builder.state.to_json())
+        self.state = FoldState.from_bytes(builder.state.to_bytes())
 
     def hashes(self) -> list[str]:
         return [self.digests[position] for position in range(len(self.digests))]

@@ -1,4 +1,4 @@
-"""A look at how each backend physically holds a run's message log (schema v3)."""
+"""A look at how each backend physically holds a run's message log (schema v5)."""
 
 from __future__ import annotations
 
@@ -10,30 +10,60 @@ from tests._services.stores import StoreKit
 
 EntryKind = Literal['text', 'compressed', 'ref']
 Entry = tuple[EntryKind, str | None, int | None]
-"""`(kind, ref_run_id, ref_seq)` of one log entry; the reference columns only for a reference."""
+"""`(kind, run_id, seq)` of one log entry; for a reference, the run and number of the entry holding its body."""
+
+RefRow = tuple[int, int, str, int]
+"""A reference range as stored: `(seq, count, ref_run_id, ref_seq)`."""
+
+
+async def ref_ranges(kit: StoreKit, run_id: str) -> list[RefRow]:
+    """The run's reference ranges as the SQL stores hold them, in log order."""
+    rows = await kit.query(
+        'SELECT seq, count, ref_run_id, ref_seq FROM {message_refs} WHERE run_id = ? ORDER BY seq', run_id
+    )
+    return [(seq, count, ref_run_id, ref_seq) for seq, count, ref_run_id, ref_seq in rows]
+
+
+async def _own_rows(kit: StoreKit, run_id: str) -> dict[int, EntryKind]:
+    if kit.backend == 'sqlite':
+        rows = await kit.query('SELECT seq, typeof(body) FROM {messages} WHERE run_id = ?', run_id)
+        kinds: dict[str, EntryKind] = {'text': 'text', 'blob': 'compressed'}
+        return {seq: kinds[kind] for seq, kind in rows}
+    rows = await kit.query('SELECT seq, body IS NOT NULL FROM {messages} WHERE run_id = ?', run_id)
+    return {seq: 'text' if text else 'compressed' for seq, text in rows}
+
+
+async def owner(kit: StoreKit, run_id: str, seq: int) -> tuple[str, int, int] | None:
+    """`(run_id, seq, hops)`: the row holding the body of a SQL store's entry, and the references followed to it."""
+    for hops in range(100):
+        if seq in await _own_rows(kit, run_id):
+            return run_id, seq, hops
+        for first, count, ref_run_id, ref_seq in await ref_ranges(kit, run_id):
+            if first <= seq < first + count:
+                run_id, seq = ref_run_id, ref_seq + seq - first
+                break
+        else:
+            return None
+    raise AssertionError('references run in a circle')
 
 
 async def log_entries(kit: StoreKit, run_id: str) -> list[Entry]:
-    """The run's log entries in number order, by how each is stored."""
+    """The run's log entries in number order, by how each is stored (a reference by where its body is)."""
     if isinstance(kit.store, InMemoryStepStore):
         return [
             ('ref', entry.run_id, entry.seq) if isinstance(entry, _Ref) else ('text', None, None)
             for entry in kit.store._runs[run_id].log
         ]
-    if kit.backend == 'sqlite':
-        rows = await kit.query(
-            'SELECT typeof(body), ref_run_id, ref_seq FROM {messages} WHERE run_id = ? ORDER BY seq', run_id
-        )
-        kinds: dict[str, EntryKind] = {'text': 'text', 'blob': 'compressed', 'null': 'ref'}
-        return [(kinds[kind], ref_run_id, ref_seq) for kind, ref_run_id, ref_seq in rows]
-    rows = await kit.query(
-        'SELECT body IS NOT NULL, data IS NOT NULL, ref_run_id, ref_seq FROM {messages} WHERE run_id = ? ORDER BY seq',
-        run_id,
-    )
-    return [
-        ('text' if text else 'compressed' if data else 'ref', ref_run_id, ref_seq)
-        for text, data, ref_run_id, ref_seq in rows
-    ]
+    own = await _own_rows(kit, run_id)
+    referred = {seq for first, count, _, _ in await ref_ranges(kit, run_id) for seq in range(first, first + count)}
+    entries: list[Entry] = []
+    for seq in sorted(own.keys() | referred):
+        if seq in own:
+            entries.append((own[seq], None, None))
+        else:
+            found = await owner(kit, run_id, seq)
+            entries.append(('ref', *found[:2]) if found else ('ref', None, None))
+    return entries
 
 
 async def pending_marks(kit: StoreKit) -> dict[str, int]:
@@ -49,3 +79,20 @@ async def clear_pending_marks(kit: StoreKit) -> None:
         kit.store.index_storage().pending.clear()
     else:
         await kit.query('DELETE FROM {pending}')
+
+
+async def back_to_version_4(kit: StoreKit) -> None:
+    """Give a SQL store's tables the version-4 layout (a store without reference ranges), as an older release left them.
+
+    Reference rows per message, and JSON text states, are not recreated: a test wanting them
+    writes them itself.
+    """
+    assert await kit.query('SELECT COUNT(*) FROM {message_refs}') == [(0,)], 'ranges have no version-4 form here'
+    await kit.query('DROP TABLE {message_refs}')
+    if kit.backend == 'sqlite':
+        await kit.query('ALTER TABLE {messages} ADD COLUMN ref_run_id TEXT')
+        await kit.query('ALTER TABLE {messages} ADD COLUMN ref_seq INTEGER')
+    else:
+        await kit.query('ALTER TABLE {messages} ADD COLUMN ref_run_id TEXT COLLATE "C", ADD COLUMN ref_seq INTEGER')
+        await kit.query("ALTER TABLE {index_runs} ALTER COLUMN state TYPE TEXT USING encode(state, 'hex')")
+    await kit.query("UPDATE {meta} SET value = '4' WHERE key = 'schema_version'")

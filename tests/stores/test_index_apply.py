@@ -115,7 +115,7 @@ def commit(run_id: str, *, expected_seen: int = -2, seen: int = 0, terms: Sequen
         seqs=b'',
         roles=b'',
         times=b'',
-        state='',
+        state=b'',
         postings_add={term: [(0, 1, 3)] for term in terms},
         hashes=[b'h' * 16],
         docs_delta=1,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from durable_recall.stores._migrations import (
 from tests._services.stores import StoreKit
 
 from ._helpers import delta, messages, registration, save_history
+from ._log_rows import back_to_version_4
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +84,7 @@ async def change(
         seqs=encode_ints(range(len(lengths))),
         roles=encode_roles(['user' for _ in lengths]),
         times=encode_floats([1.5] * len(lengths)),
-        state=f'{{"seen": {seen}}}',
+        state=f'{{"seen": {seen}}}'.encode(),
         postings_add=postings_add or {},
         postings_set=postings_set or {},
         hashes=hashes,
@@ -259,6 +261,19 @@ class TestCommit:
         row = (await index.load_runs(['run-1']))['run-1']
         assert (row.run_key, row.scope_key) == (first.run_key, first.scope_key)
         assert (row.seen, row.lengths, row.state) == (1, later.lengths, later.state)
+
+    async def test_the_state_is_bytes_as_written_binary_or_not(self, store: StepStore) -> None:
+        index = store.index_storage()
+        for run_id in ('run-1', 'run-2'):
+            await started(store, run_id, 'c')
+        binary = replace(await change(store, 'run-1'), state=bytes(range(256)))  # not UTF-8
+        empty = replace(await change(store, 'run-2'), state=b'')
+        await index.commit_many([binary, empty])
+
+        rows = await index.load_runs(['run-1', 'run-2'])
+        assert {run_id: row.state for run_id, row in rows.items()} == {'run-1': bytes(range(256)), 'run-2': b''}
+        by_key = await index.runs_by_key([row.run_key for row in rows.values()])
+        assert {row.run_id: row.state for row in by_key.values()} == {'run-1': bytes(range(256)), 'run-2': b''}
 
     async def test_postings_are_appended_replaced_and_deleted(self, store: StepStore) -> None:
         index = store.index_storage()
@@ -640,6 +655,7 @@ class TestVersion3Upgrade:
             await save_history(store, run_id, [messages(0, 1), messages(0, 1, 2, 3)])
         await update_index(store)
         # A version 3 index: postings a row per term and run, in `dr_index_terms`.
+        await back_to_version_4(sql_kit)
         await sql_kit.query('DROP TABLE {index_postings}')
         await sql_kit.query('CREATE TABLE {index_terms} (term TEXT NOT NULL)')
         await sql_kit.query("UPDATE {meta} SET value = '3' WHERE key = 'schema_version'")

@@ -245,6 +245,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             ('dr_index_postings',),
             ('dr_index_runs',),
             ('dr_index_scopes',),
+            ('dr_message_refs',),
             ('dr_messages',),
             ('dr_meta',),
             ('dr_pending',),
@@ -253,16 +254,28 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         ]
         cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
-        assert SCHEMA_VERSION == 4
-        cur = await conn.execute(
-            'SELECT column_name, data_type, is_nullable FROM information_schema.columns'
-            " WHERE table_schema = 'public' AND table_name = 'dr_messages' ORDER BY ordinal_position"
-        )
-        assert await cur.fetchall() == [
+        assert SCHEMA_VERSION == 5
+
+        async def columns(table: str) -> list[tuple[str, str, str]]:
+            cur = await conn.execute(
+                'SELECT column_name, data_type, is_nullable FROM information_schema.columns'
+                " WHERE table_schema = 'public' AND table_name = %s ORDER BY ordinal_position",
+                (table,),
+            )
+            return await cur.fetchall()
+
+        # A body is JSON text or compressed bytes; inherited entries are ranges of references.
+        assert await columns('dr_messages') == [
             ('run_id', 'text', 'NO'),
             ('seq', 'integer', 'NO'),
             ('body', 'text', 'YES'),
             ('data', 'bytea', 'YES'),
-            ('ref_run_id', 'text', 'YES'),
-            ('ref_seq', 'integer', 'YES'),
         ]
+        assert await columns('dr_message_refs') == [
+            ('run_id', 'text', 'NO'),
+            ('seq', 'integer', 'NO'),
+            ('count', 'integer', 'NO'),
+            ('ref_run_id', 'text', 'NO'),
+            ('ref_seq', 'integer', 'NO'),
+        ]
+        assert ('state', 'bytea', 'NO') in await columns('dr_index_runs')

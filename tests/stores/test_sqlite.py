@@ -77,22 +77,31 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert SCHEMA_VERSION == 4
-    columns = [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, 'PRAGMA table_info(dr_messages)')]
-    assert columns == [
+    assert SCHEMA_VERSION == 5
+
+    def columns(table: str) -> list[tuple[object, ...]]:
+        return [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, f'PRAGMA table_info({table})')]
+
+    # Every message row holds a body; inherited entries are ranges of references, a table of their own.
+    assert columns('dr_messages') == [('run_id', 'TEXT', 1), ('seq', 'INTEGER', 1), ('body', 'BLOB', 1)]
+    assert columns('dr_message_refs') == [
         ('run_id', 'TEXT', 1),
         ('seq', 'INTEGER', 1),
-        ('body', 'BLOB', 0),
-        ('ref_run_id', 'TEXT', 0),
-        ('ref_seq', 'INTEGER', 0),
+        ('count', 'INTEGER', 1),
+        ('ref_run_id', 'TEXT', 1),
+        ('ref_seq', 'INTEGER', 1),
     ]
     # A rowid table (bodies stay in its pages instead of spilling to overflow pages) with a unique index.
     assert sql(path, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = 'dr_messages'") == [(0,)]
     assert [row[1:3] for row in sql(path, 'PRAGMA index_list(dr_messages)')] == [('dr_messages_by_seq', 1)]
+    assert sql(path, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = 'dr_message_refs'") == [(1,)]
+    # The index's state keeps its declared type: TEXT affinity stores the bytes bound as a BLOB.
+    assert ('state', 'TEXT', 1) in columns('dr_index_runs')
     assert tables == {
         'dr_meta',
         'dr_runs',
         'dr_messages',
+        'dr_message_refs',
         'dr_snapshots',
         'dr_pending',
         'dr_index_scopes',

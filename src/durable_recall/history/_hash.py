@@ -28,10 +28,13 @@ Kept: response `usage`, `model_name`, `model_id`, `provider_*` (including `provi
 `finish_reason` and the parts. A durable engine journals the model's response, so a replay hands
 back the same values; they also make two genuinely different responses with the same text differ.
 
-Hashes are sha256 hex digests of canonical JSON (sorted keys, ASCII escapes), so they are stable
-across processes and Python versions. The search index stores them (a run's resumable fold state,
-and the first 16 bytes per message for the inheritance check), so they are compatibility data:
-a change to what the hash covers needs an index rebuild (see `INDEX_VERSION`).
+Hashes are the first 128 bits of the sha256 of canonical JSON (sorted keys, ASCII escapes), as
+32 hex characters, so they are stable across processes and Python versions. 128 bits keep an
+accidental collision out of reach for any store, at half the size: the search index stores them
+(a run's resumable fold state, and per message for the inheritance check), and on a chat app's
+workload the fold state of each run is a large share of the store. They are compatibility data: a
+change to what the hash covers needs an index rebuild (see `INDEX_VERSION`); the fold state of an
+earlier release, which kept whole sha256 digests, is read back truncated to this length.
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-__all__ = ('RECORD_PART_KINDS', 'canonical_form', 'message_hash', 'message_hashes')
+__all__ = ('HASH_HEX_LENGTH', 'RECORD_PART_KINDS', 'canonical_form', 'message_hash', 'message_hashes')
+
+HASH_HEX_LENGTH = 32
+"""Hex characters in a message hash: the first 128 bits of its sha256."""
 
 RECORD_PART_KINDS = frozenset(
     {
@@ -103,4 +109,4 @@ def _application_metadata(metadata: object) -> object:
 
 def _digest(form: dict[str, Any]) -> str:
     text = json.dumps(form, sort_keys=True, separators=(',', ':'), ensure_ascii=True)
-    return hashlib.sha256(text.encode('ascii')).hexdigest()
+    return hashlib.sha256(text.encode('ascii')).hexdigest()[:HASH_HEX_LENGTH]

@@ -50,13 +50,13 @@ class Folded:
         record: The record now.
         changes: Positions that are new (`None`) or hold another message than before (the old one).
         upto: The newest change the index has now read (snapshot index or record version).
-        state: What to resume from next time (the record builder's state as JSON, or '').
+        state: What to resume from next time (the record builder's state, `FoldState.to_bytes`; empty for none).
     """
 
     record: RecordView
     changes: dict[int, ModelMessage | None]
     upto: int
-    state: str
+    state: bytes
 
 
 class RecordFeed(Protocol):
@@ -99,14 +99,14 @@ class SnapshotFeed:
             upto = max(upto, snapshot.index)
             if snapshot.state == 'complete':
                 builder.fold(snapshot.messages, snapshot.seqs)
-        state = builder.state.to_json() if len(builder) or snapshots else (row.state if row else '')
+        state = builder.state.to_bytes() if len(builder) or snapshots else (row.state if row else b'')
         return Folded(builder, builder.take_changes(), upto, state)
 
     async def _builder(self, run_id: str, row: IndexedRunRow | None) -> RecordBuilder:
         if row is None or not row.state:
             return RecordBuilder(track_changes=True)
         try:
-            state = FoldState.from_json(row.state)
+            state = FoldState.from_bytes(row.state)
         except ValueError as error:
             raise CorruptSnapshotError(run_id, row.seen, f'the index state does not read ({error})') from error
         seqs = decode_ints(row.seqs)

@@ -79,7 +79,7 @@ class IndexedRunRow:
         roles: Role code per record position (see `_layout.ROLE_CODES`).
         times: Message time per record position, as POSIX seconds (the run's start for a message
             that carries no timestamp).
-        state: The record builder's resumable state, as JSON text (empty before the first fold).
+        state: The record builder's resumable state (`FoldState.to_bytes`; empty before the first fold).
         started_at: The run's start as sortable text (`RunCommit.started_at`): with the run id,
             the run's place in corpus order.
     """
@@ -93,7 +93,7 @@ class IndexedRunRow:
     seqs: bytes
     roles: bytes
     times: bytes
-    state: str
+    state: bytes
     started_at: str = ''
 
 
@@ -143,7 +143,7 @@ class RunCommit:
     seqs: bytes
     roles: bytes
     times: bytes
-    state: str
+    state: bytes
     postings_add: Mapping[str, Sequence[Posting]] = field(default_factory=dict[str, Sequence[Posting]])
     postings_set: Mapping[str, Sequence[Posting]] = field(default_factory=dict[str, Sequence[Posting]])
     hashes: Sequence[bytes] = ()

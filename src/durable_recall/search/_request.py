@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, TypeAlias, cast, get_args
+from typing import Literal, TypeAlias, cast
 
+from .._vocabulary import ORDERS, Order
 from ..base import MAX_RUN_ID_LENGTH
 from ..text import ROLES, Role, tokenize
 from . import _answer
@@ -28,12 +29,6 @@ __all__ = (
 
 SearchScope: TypeAlias = Literal['conversation', 'all']
 """`'conversation'`: only runs with the calling run's conversation id; `'all'`: the whole store."""
-
-Order: TypeAlias = Literal['relevance', 'newest', 'oldest']
-"""How results are ordered: by BM25 score, or by message time among the matches."""
-
-ORDERS: tuple[Order, ...] = get_args(Order)
-"""Every order, as the tool and the CLI offer them."""
 
 MAX_QUERY_TERMS = 64
 """Distinct query terms searched; the rest of a longer query is ignored."""

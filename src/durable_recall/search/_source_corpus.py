@@ -161,7 +161,7 @@ class SourceCorpus:
                 held.seqs.append(len(held.log))
             held.log.append(history.messages[position])
         held.version = history.version
-        self.folded[run_id] = Folded(_View(history, list(held.seqs)), changes, history.version, '')
+        self.folded[run_id] = Folded(_View(history, list(held.seqs)), changes, history.version, b'')
         self._index.mark_pending(run_id, history.run.conversation_id, history.version)
 
     def _run_order(self, run_id: str) -> tuple[str, str] | None:

@@ -3,9 +3,8 @@
 Writing is shared by the SQL stores: [`BatchWrite`][durable_recall.stores._batch_write.BatchWrite]
 checks each delta of a batch against its run's tip and builds the rows to insert, and a store only
 reads tips and bases and runs the inserts. A log row holds a body (JSON text, or compressed bytes,
-see `durable_recall.base._codec`) or a reference `(ref_run_id, ref_seq)` to the row of another run
-of the same conversation that holds it; a reference always names a body row, so a read follows one
-hop.
+see `durable_recall.base._codec`); the entries a run inherits from a run of its own conversation
+are reference ranges instead (see `durable_recall.stores._log_refs`).
 """
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ from ..base import (
     encode_body,
 )
 from ._chain import Inherited, LogRange, plan_delta, snapshot_seqs
+from ._log_refs import BaseEntry, RefRange, reference_ranges
 from ._snapshot_rows import decode_ranges, encode_ranges
 
 __all__ = (
-    'BaseEntry',
     'BaseLog',
     'BatchWrite',
     'LogRow',
@@ -100,21 +99,6 @@ class RunTip:
 
 
 @dataclass(frozen=True)
-class BaseEntry:
-    """An entry of a base snapshot, as a save that builds on it needs it.
-
-    Attributes:
-        run_id: The run whose log row holds the body (the base run, or the run its reference names).
-        seq: That row's log number.
-        body: The stored body, when the save copies it (`None` when it refers to the row).
-    """
-
-    run_id: str
-    seq: int
-    body: StoredBody | None = None
-
-
-@dataclass(frozen=True)
 class BaseLog:
     """The base snapshot of a run's first delta.
 
@@ -131,13 +115,11 @@ class BaseLog:
 
 @dataclass(frozen=True)
 class LogRow:
-    """A message-log row to insert: a body, or a reference to the row holding it."""
+    """A message-log row to insert: an entry with a body of its own."""
 
     run_id: str
     seq: int
-    body: StoredBody | None
-    ref_run_id: str | None = None
-    ref_seq: int | None = None
+    body: StoredBody
 
 
 @dataclass(frozen=True)
@@ -170,6 +152,7 @@ class BatchWrite:
     results: list[bool] = field(default_factory=list[bool])
     pending: dict[str, tuple[str, int]] = field(default_factory=dict[str, tuple[str, int]])
     _rows: list[LogRow] = field(default_factory=list[LogRow])
+    _refs: list[RefRange] = field(default_factory=list[RefRange])
     _snapshots: list[StoredSnapshot] = field(default_factory=list[StoredSnapshot])
 
     def add(self, tip: RunTip, delta: SnapshotDelta, encoded: Sequence[StoredBody], base: BaseLog | None) -> None:
@@ -192,6 +175,7 @@ class BatchWrite:
         planned = plan_delta(delta, previous, tip.next_seq, None if base is None else len(base.entries))
         fresh = iter(encoded)
         seq = planned.resolved.first_new_seq
+        inherited: list[tuple[int, BaseEntry]] = []
         for entry in planned.entries:
             if not isinstance(entry, Inherited):
                 self._rows.append(LogRow(delta.run_id, seq, next(fresh)))
@@ -199,11 +183,14 @@ class BatchWrite:
                 assert base is not None, 'plan_delta refuses an inherited entry without a base'
                 source = base.entries[entry.position]
                 if base.shared:
-                    self._rows.append(LogRow(delta.run_id, seq, None, source.run_id, source.seq))
+                    inherited.append((seq, source))
                 else:
                     assert source.body is not None, 'a base read for copying holds its bodies'
                     self._rows.append(LogRow(delta.run_id, seq, source.body))
             seq += 1
+        if inherited:
+            assert delta.base_run_id is not None, 'only a delta with a base inherits'
+            self._refs.extend(reference_ranges(delta.run_id, delta.base_run_id, inherited))
         self._snapshots.append(
             StoredSnapshot(
                 run_id=delta.run_id,
@@ -219,11 +206,11 @@ class BatchWrite:
         self.pending[delta.run_id] = (tip.conversation_id or '', delta.index)
         self.results.append(True)
 
-    def take(self) -> tuple[list[LogRow], list[StoredSnapshot]]:
-        """The rows queued since the last call, to insert now."""
-        rows, snapshots = self._rows, self._snapshots
-        self._rows, self._snapshots = [], []
-        return rows, snapshots
+    def take(self) -> tuple[list[LogRow], list[RefRange], list[StoredSnapshot]]:
+        """The rows queued since the last call (log rows, reference ranges, snapshots), to insert now."""
+        rows, refs, snapshots = self._rows, self._refs, self._snapshots
+        self._rows, self._refs, self._snapshots = [], [], []
+        return rows, refs, snapshots
 
 
 def base_entries_at(
@@ -232,7 +219,7 @@ def base_entries_at(
     """A base snapshot's entries by position, from the base run's log entries read by number.
 
     Raises:
-        CorruptSnapshotError: An entry is missing (or, when copying, its body is).
+        CorruptSnapshotError: An entry is missing, or its body is (a store leaves those out).
     """
     entries: list[BaseEntry] = []
     for seq in snapshot_seqs(ranges):

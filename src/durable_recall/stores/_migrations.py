@@ -32,6 +32,25 @@ postings in a scope in a few chunks: an open tail commits append to, and sealed,
 chunks; see `durable_recall.index._chunks`). The index is derived data: the migration empties the
 index tables and marks every run with snapshots pending, so the next searches (or
 `update_index`) rebuild it.
+
+Version 5 moves inherited entries out of `dr_messages` into `dr_message_refs`, a row per *range*
+(see `durable_recall.stores._log_refs`): entries `seq .. seq + count - 1` of `run_id` are entries
+`ref_seq ..` of `ref_run_id`. A chat app's runs each inherit a window of recent messages, which a
+row per message stored over and over (four reference rows for every body). The existing reference
+rows become ranges (consecutive numbers whose `ref_seq` is consecutive too, for one `ref_run_id`:
+a gaps-and-islands grouping with `ROW_NUMBER()`); then they and the `ref_run_id` and `ref_seq`
+columns leave `dr_messages`, where every row now holds a body:
+
+* SQLite rebuilds `dr_messages` (as version 3 did) rather than `ALTER TABLE ... DROP COLUMN`, which
+  needs SQLite 3.35 and is missing from the system SQLite of distributions still in use (Debian 11,
+  Ubuntu 20.04). The rebuild copies each body once and packs the table, leaving the pages the
+  reference rows took free for reuse.
+* Postgres deletes the reference rows and drops the columns (a catalog change, no rewrite).
+
+Version 5 also makes `dr_index_runs.state` binary: the index writes a compact binary encoding of
+its fold state. Postgres converts the column to `BYTEA` (old JSON text as its UTF-8 bytes); SQLite
+keeps the declared type, since a TEXT-affinity column stores a bound BLOB as given, and the store
+reads an old TEXT value back as its UTF-8 bytes (`durable_recall.stores._run_rows.indexed_run`).
 """
 
 from __future__ import annotations
@@ -48,6 +67,20 @@ __all__ = (
     'SQLITE_MIGRATIONS',
     'check_version',
 )
+
+_REF_RANGES: LiteralString = (
+    'INSERT INTO {message_refs} (run_id, seq, count, ref_run_id, ref_seq)'
+    ' SELECT run_id, MIN(seq), COUNT(*), ref_run_id, MIN(ref_seq) FROM ('
+    ' SELECT run_id, seq, ref_run_id, ref_seq, seq - ref_seq AS shift,'
+    ' seq - ROW_NUMBER() OVER (PARTITION BY run_id, ref_run_id, seq - ref_seq ORDER BY seq) AS island'
+    ' FROM {messages} WHERE ref_run_id IS NOT NULL'
+    ') AS refs GROUP BY run_id, ref_run_id, shift, island'
+)
+"""Version 5: version 3's reference rows as ranges, in both dialects.
+
+Rows of one run naming one run at one shift (`seq - ref_seq`) whose numbers are consecutive share
+an island (`seq` minus its rank): each island is a range.
+"""
 
 SQLITE_META: LiteralString = (
     'CREATE TABLE IF NOT EXISTS dr_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID'
@@ -164,6 +197,23 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' GROUP BY r.run_id, r.conversation_id',
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
     ),
+    (
+        'CREATE TABLE dr_message_refs ('
+        ' run_id TEXT NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' count INTEGER NOT NULL,'
+        ' ref_run_id TEXT NOT NULL,'
+        ' ref_seq INTEGER NOT NULL,'
+        ' PRIMARY KEY (run_id, seq)'
+        ') WITHOUT ROWID',
+        _REF_RANGES.format(messages='dr_messages', message_refs='dr_message_refs'),
+        'CREATE TABLE dr_messages_v5 (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL)',
+        'INSERT INTO dr_messages_v5 (run_id, seq, body) SELECT run_id, seq, body FROM dr_messages'
+        ' WHERE ref_run_id IS NULL AND body IS NOT NULL ORDER BY run_id, seq',
+        'DROP TABLE dr_messages',
+        'ALTER TABLE dr_messages_v5 RENAME TO dr_messages',
+        'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_id, seq)',
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -275,6 +325,20 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
         ' GROUP BY r.run_id, r.conversation_id',
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
+    ),
+    (
+        'CREATE TABLE {message_refs} ('
+        ' run_id TEXT COLLATE "C" NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' count INTEGER NOT NULL,'
+        ' ref_run_id TEXT COLLATE "C" NOT NULL,'
+        ' ref_seq INTEGER NOT NULL,'
+        ' PRIMARY KEY (run_id, seq)'
+        ')',
+        _REF_RANGES,
+        'DELETE FROM {messages} WHERE ref_run_id IS NOT NULL',
+        'ALTER TABLE {messages} DROP COLUMN ref_run_id, DROP COLUMN ref_seq',
+        "ALTER TABLE {index_runs} ALTER COLUMN state TYPE BYTEA USING convert_to(state, 'UTF8')",
     ),
 )
 

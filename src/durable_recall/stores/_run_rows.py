@@ -81,10 +81,16 @@ def indexed_run(
     seqs: bytes,
     roles: bytes,
     times: bytes,
-    state: str,
+    state: bytes | str,
     started_at: str = '',
 ) -> IndexedRunRow:
-    """Build an `IndexedRunRow` from the columns of an index runs row, in table order."""
+    """Build an `IndexedRunRow` from the columns of an index runs row, in table order.
+
+    The state is bytes whatever the row holds: a SQLite row written before schema version 5 holds
+    JSON text, read back as its UTF-8 bytes (which the index still reads as a JSON state).
+    """
+    if isinstance(state, str):
+        state = state.encode()
     return IndexedRunRow(
         run_key=run_key,
         run_id=run_id,

@@ -8,6 +8,7 @@ summaries and receipts) are recognised here, below both.
 
 from __future__ import annotations
 
+from .._vocabulary import SEARCH_TOOL_NAME
 from ._artifacts import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
     HARNESS_RECEIPT_TAG,
@@ -29,7 +30,6 @@ from ._markers import (
 from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SHORT_LIMIT, TEXT_LIMIT, display_lines, index_text
 from ._roles import ROLES, Role, message_role, message_time
 from ._tokenize import Token, iter_tokens, tokenize
-from ._tool_name import SEARCH_TOOL_NAME
 
 __all__ = (
     'COMPACTION_MARKER_KEY',

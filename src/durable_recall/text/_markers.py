@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, TextContent, UserPromptPart
 
-from ._tool_name import SEARCH_TOOL_NAME
+from .._vocabulary import SEARCH_TOOL_NAME
 
 __all__ = (
     'COMPACTION_MARKER_KEY',

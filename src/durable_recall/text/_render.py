@@ -49,10 +49,10 @@ from pydantic_ai.messages import (
     is_multi_modal_content,
 )
 
+from .._vocabulary import SEARCH_TOOL_NAME
 from ._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
 from ._markers import is_compaction_marker, is_marker_part
-from ._tool_name import SEARCH_TOOL_NAME
 
 __all__ = (
     'DEFAULT_SKIP_TOOLS',

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, TypeAlias
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
+from .._vocabulary import ROLES, Role
+
 __all__ = ('ROLES', 'Role', 'message_role', 'message_time')
-
-Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system']
-"""Who a message is from, for the tool's `roles` filter."""
-
-ROLES: tuple[Role, ...] = ('user', 'assistant', 'tool', 'system')
-"""Every role, in the order the index codes them (see the index layout) and the tool lists them."""
 
 
 def message_role(message: ModelMessage) -> Role:

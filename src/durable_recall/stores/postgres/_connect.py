@@ -32,6 +32,7 @@ TABLES: tuple[str, ...] = (
     'meta',
     'runs',
     'messages',
+    'message_refs',
     'snapshots',
     'pending',
     'index_scopes',

@@ -106,7 +106,7 @@ class PostgresIndex:
             await cur.execute(self._db.sql(query), {} if all_scopes else {'conv': conversation_id})
             rows = await cur.fetchall()
         return [
-            indexed_run(run_key, run_id, scope_key, seen, first, lengths, b'', b'', b'', '')
+            indexed_run(run_key, run_id, scope_key, seen, first, lengths, b'', b'', b'', b'')
             for run_key, run_id, scope_key, seen, first, lengths in rows
         ]
 

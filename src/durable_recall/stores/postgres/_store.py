@@ -9,22 +9,14 @@ from typing import LiteralString
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
-from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, SnapshotDelta, StoredBody
+from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from .._batch_write import encode_deltas
+from .._log_refs import spans
 from .._run_rows import encode_metadata
 from .._snapshot_rows import decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
-from ._reads import (
-    LIST_RUNS,
-    RUN_COLUMNS,
-    SELECT_LOG,
-    SNAPSHOT_COLUMNS,
-    bodies,
-    log_entries,
-    run_from_row,
-    snapshot_from_row,
-)
+from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
 from ._writes import write_batch
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
@@ -170,11 +162,7 @@ class PostgresStepStore:
             rows = [row for row in rows if row.is_shown(include_interrupted)]
             if not rows:
                 return []
-            first, end = log_span(rows)
-            await cur.execute(
-                self._sql(SELECT_LOG + ' WHERE m.run_id = %s AND m.seq >= %s AND m.seq < %s'), (run_id, first, end)
-            )
-            log = bodies(await cur.fetchall())
+            log = (await logs(cur, self._db, [(run_id, *log_span(rows))])).get(run_id, {})
         return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
@@ -206,6 +194,7 @@ class PostgresStepStore:
             run_ids = [row[0] for row in await cur.fetchall()]
             if run_ids:
                 await cur.execute(self._sql('DELETE FROM {messages} WHERE run_id = ANY(%s)'), (run_ids,))
+                await cur.execute(self._sql('DELETE FROM {message_refs} WHERE run_id = ANY(%s)'), (run_ids,))
                 await cur.execute(self._sql('DELETE FROM {snapshots} WHERE run_id = ANY(%s)'), (run_ids,))
             await forget_conversation(cur, self._db, conversation_id, run_ids)
             return len(run_ids)
@@ -214,35 +203,19 @@ class PostgresStepStore:
         if not seqs:
             return {}
         async with self._transaction() as cur:
-            await cur.execute(
-                self._sql(SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::bigint[])'),
-                (run_id, sorted(set(seqs))),
-            )
-            log = bodies(await cur.fetchall())
+            log = (await logs(cur, self._db, [(run_id, *span) for span in spans(seqs)])).get(run_id, {})
         return await anyio.to_thread.run_sync(decode_log, run_id, log)
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
         if not asked:
             return {}
-        logs: dict[str, dict[int, StoredBody | None]] = {}
         async with self._transaction() as cur:
-            await cur.execute(
-                self._sql(
-                    'SELECT m.run_id, m.seq, COALESCE(m.body, t.body), COALESCE(m.data, t.data) FROM {messages} AS m'
-                    ' JOIN unnest(%s::text[], %s::bigint[]) AS w (run_id, seq) ON m.run_id = w.run_id AND m.seq = w.seq'
-                    ' LEFT JOIN {messages} AS t ON t.run_id = m.ref_run_id AND t.seq = m.ref_seq'
-                ),
-                (
-                    [run_id for run_id, seqs in asked.items() for _ in seqs],
-                    [seq for seqs in asked.values() for seq in seqs],
-                ),
-            )
-            for run_id, seq, text, data in await cur.fetchall():
-                logs.setdefault(run_id, {}).update(bodies([(seq, text, data)]))
+            ranges = [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)]
+            found = await logs(cur, self._db, ranges)
 
         def decode() -> dict[str, dict[int, ModelMessage]]:
-            return {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
+            return {run_id: decode_log(run_id, log) for run_id, log in found.items()}
 
         return await anyio.to_thread.run_sync(decode)
 

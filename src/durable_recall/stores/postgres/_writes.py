@@ -10,11 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ...base import SnapshotDelta, StoredBody
-from .._batch_write import BaseEntry, BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
-from .._chain import snapshot_seqs
+from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
 from .._snapshot_rows import decode_ranges
 from ._connect import PostgresConnector
-from ._reads import SELECT_LOG, SNAPSHOT_COLUMNS, bodies
+from ._reads import SNAPSHOT_COLUMNS, owned_entries
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -47,7 +46,9 @@ async def write_batch(
             'SELECT r.run_id, r.conversation_id,'
             ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM {snapshots} AS s WHERE s.run_id = r.run_id),'
             ' (SELECT ranges FROM {snapshots} AS s WHERE s.run_id = r.run_id ORDER BY idx DESC LIMIT 1),'
-            ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM {messages} AS m WHERE m.run_id = r.run_id)'
+            # The log's next number follows its last entry: a row of its own, or a reference range's end.
+            ' GREATEST((SELECT COALESCE(MAX(seq) + 1, 0) FROM {messages} AS m WHERE m.run_id = r.run_id),'
+            ' (SELECT COALESCE(MAX(f.seq + f.count), 0) FROM {message_refs} AS f WHERE f.run_id = r.run_id))'
             ' FROM {runs} AS r WHERE r.run_id = ANY(%s::text[])'
         ),
         (run_ids,),
@@ -73,16 +74,18 @@ async def _insert(
     pending: Mapping[str, tuple[str, int]] | None = None,
 ) -> None:
     """Insert the rows the batch queued (and the runs' pending marks), in one statement."""
-    rows, snapshots = batch.take()
-    if not rows and not snapshots and not pending:
+    rows, refs, snapshots = batch.take()
+    if not rows and not refs and not snapshots and not pending:
         return
     marks = sorted((pending or {}).items())
     await cur.execute(
         db.sql(
             'WITH appended AS ('
-            ' INSERT INTO {messages} (run_id, seq, body, data, ref_run_id, ref_seq)'
-            ' SELECT * FROM unnest(%(m_run)s::text[], %(m_seq)s::int[], %(m_body)s::text[], %(m_data)s::bytea[],'
-            ' %(m_ref_run)s::text[], %(m_ref_seq)s::int[])),'
+            ' INSERT INTO {messages} (run_id, seq, body, data)'
+            ' SELECT * FROM unnest(%(m_run)s::text[], %(m_seq)s::int[], %(m_body)s::text[], %(m_data)s::bytea[])),'
+            ' refs AS (INSERT INTO {message_refs} (run_id, seq, count, ref_run_id, ref_seq)'
+            ' SELECT * FROM unnest(%(r_run)s::text[], %(r_seq)s::int[], %(r_count)s::int[], %(r_ref_run)s::text[],'
+            ' %(r_ref_seq)s::int[])),'
             ' pending AS (INSERT INTO {pending} (conversation_id, run_id, upto)'
             ' SELECT * FROM unnest(%(p_conversation)s::text[], %(p_run)s::text[], %(p_upto)s::int[])'
             ' ON CONFLICT (conversation_id, run_id) DO UPDATE SET upto = EXCLUDED.upto)'
@@ -95,8 +98,11 @@ async def _insert(
             'm_seq': [row.seq for row in rows],
             'm_body': [row.body if isinstance(row.body, str) else None for row in rows],
             'm_data': [row.body if isinstance(row.body, bytes) else None for row in rows],
-            'm_ref_run': [row.ref_run_id for row in rows],
-            'm_ref_seq': [row.ref_seq for row in rows],
+            'r_run': [ref.run_id for ref in refs],
+            'r_seq': [ref.seq for ref in refs],
+            'r_count': [ref.count for ref in refs],
+            'r_ref_run': [ref.ref_run_id for ref in refs],
+            'r_ref_seq': [ref.ref_seq for ref in refs],
             'p_conversation': [conversation_id for _, (conversation_id, _) in marks],
             'p_run': [run_id for run_id, _ in marks],
             'p_upto': [upto for _, (_, upto) in marks],
@@ -130,20 +136,6 @@ async def _base_log(
         return None
     shared = found[0] == conversation_id
     ranges = decode_ranges(run_id, index, found[1])
-    seqs = snapshot_seqs(ranges)
-    entries: dict[int, BaseEntry] = {}
-    if shared:
-        # Where each entry's body lives: the row itself, or the one its reference names.
-        await cur.execute(
-            db.sql(
-                'SELECT seq, COALESCE(ref_run_id, run_id), COALESCE(ref_seq, seq) FROM {messages}'
-                ' WHERE run_id = %s AND seq = ANY(%s::int[])'
-            ),
-            (run_id, seqs),
-        )
-        entries.update((seq, BaseEntry(owner, at)) for seq, owner, at in await cur.fetchall())
-    else:
-        await cur.execute(db.sql(SELECT_LOG + ' WHERE m.run_id = %s AND m.seq = ANY(%s::int[])'), (run_id, seqs))
-        copied = bodies(await cur.fetchall())
-        entries.update((seq, BaseEntry(run_id, seq, body)) for seq, body in copied.items() if body is not None)
+    # Shared: where each entry's body lives, to refer to it; otherwise the bodies, to copy them.
+    entries = await owned_entries(cur, db, run_id, ranges, bodies=not shared)
     return BaseLog(shared, base_entries_at(run_id, index, ranges, entries))

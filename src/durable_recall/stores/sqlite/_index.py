@@ -98,7 +98,7 @@ class SqliteIndex:
                     (conversation_id, conversation_id),
                 )
             return [
-                indexed_run(run_key, run_id, scope_key, seen, first, lengths, b'', b'', b'', '')
+                indexed_run(run_key, run_id, scope_key, seen, first, lengths, b'', b'', b'', b'')
                 for run_key, run_id, scope_key, seen, first, lengths in found
             ]
 

@@ -18,12 +18,12 @@ CHUNK = 500
 """Values bound per `IN (...)` list."""
 
 
-def chunked(values: Iterable[_T]) -> Generator[list[_T]]:
-    """The values in lists of at most `CHUNK`, in order."""
+def chunked(values: Iterable[_T], size: int = CHUNK) -> Generator[list[_T]]:
+    """The values in lists of at most `size`, in order."""
     batch: list[_T] = []
     for value in values:
         batch.append(value)
-        if len(batch) == CHUNK:
+        if len(batch) == size:
             yield batch
             batch = []
     if batch:

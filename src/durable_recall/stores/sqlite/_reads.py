@@ -13,18 +13,20 @@ from typing import Any
 
 from ...base import StoredBody
 from .._chain import LogRange
+from .._log_refs import MAX_HOPS, BaseEntry, ResolvedRow, resolved_logs, spans
 from .._snapshot_rows import SnapshotRow, log_span
 from ._connection import transaction
 from ._params import chunked, marks
 
 __all__ = (
     'RUN_COLUMNS',
-    'SELECT_LOG',
     'SNAPSHOT_COLUMNS',
     'latest_snapshot_row',
     'log_entries',
     'log_numbers',
     'log_span_entries',
+    'logs',
+    'owned_entries',
     'run_rows',
     'runs_listed',
     'snapshot_rows',
@@ -33,11 +35,36 @@ __all__ = (
 RUN_COLUMNS = 'run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token'
 SNAPSHOT_COLUMNS = 'idx, step_index, state, saved_at, ranges, size'
 
-SELECT_LOG = (
-    'SELECT m.seq, COALESCE(m.body, t.body) FROM dr_messages AS m'
-    ' LEFT JOIN dr_messages AS t ON t.run_id = m.ref_run_id AND t.seq = m.ref_seq'
+_FOLLOW = (
+    ' UNION ALL SELECT w.origin, f.ref_run_id, max(w.first, f.seq) - f.seq + f.ref_seq,'
+    ' min(w.stop, f.seq + f.count) - f.seq + f.ref_seq, w.shift + f.seq - f.ref_seq, w.hops + 1'
+    ' FROM want AS w JOIN dr_message_refs AS f ON f.run_id = w.run_id AND f.seq < w.stop AND f.seq + f.count > w.first'
+    f' WHERE w.hops < {MAX_HOPS})'
 )
-"""Log entries with references followed (one hop: a reference always names a row with a body)."""
+
+_BODIES = (
+    ' SELECT w.origin, m.seq + w.shift, NULL, m.body FROM want AS w'
+    ' JOIN dr_messages AS m ON m.run_id = w.run_id AND m.seq >= w.first AND m.seq < w.stop'
+    ' UNION ALL SELECT origin, first + shift, stop + shift, NULL FROM want WHERE hops = 1'
+)
+"""The bodies of the entries asked for, and which of them references cover (`ResolvedRow`s)."""
+
+_RANGES_PER_QUERY = 300
+"""Ranges asked for in one statement: three parameters each, under old SQLite's 999."""
+
+
+def _want(count: int) -> str:
+    """The recursive `want (origin, run_id, first, stop, shift, hops)` of `count` bound `(run, first, end)` ranges.
+
+    A row asks for entries `first` up to `stop` of `run_id`, on behalf of entries `first + shift`
+    up to `stop + shift` of run `origin`: the ranges asked for, then the stretches of other runs'
+    logs that their references name, `hops` references away (at most `MAX_HOPS`).
+    """
+    values = ', '.join(['(?, ?, ?)'] * count)
+    return (
+        'WITH RECURSIVE want (origin, run_id, first, stop, shift, hops) AS ('
+        f' SELECT column1, column1, column2, column3, 0, 0 FROM (VALUES {values})' + _FOLLOW
+    )
 
 
 def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[Any]:
@@ -86,24 +113,47 @@ def latest_snapshot_row(conn: sqlite3.Connection, run_id: str, *, include_interr
     return None if found is None else SnapshotRow(run_id, *found)
 
 
+def logs(conn: sqlite3.Connection, wanted: Sequence[tuple[str, int, int]]) -> dict[str, dict[int, StoredBody | None]]:
+    """Log entries by run and number, for `(run_id, first, end)` ranges, references followed (call in a transaction).
+
+    `None` for an entry a reference covers whose body is gone; entries past a log are left out.
+    """
+    rows: list[ResolvedRow] = []
+    for chunk in chunked(wanted, _RANGES_PER_QUERY):
+        rows += conn.execute(_want(len(chunk)) + _BODIES, [value for item in chunk for value in item])
+    return resolved_logs(rows)
+
+
 def log_numbers(conn: sqlite3.Connection, run_id: str, seqs: Sequence[int]) -> dict[int, StoredBody | None]:
-    """The run's log entries with these numbers, sorted and without repeats (call inside a transaction)."""
-    log: dict[int, StoredBody | None] = {}
-    for chunk in chunked(seqs):
-        query = f'{SELECT_LOG} WHERE m.run_id = ? AND m.seq IN ({marks(chunk)})'
-        log.update(conn.execute(query, (run_id, *chunk)).fetchall())
-    return log
+    """The run's log entries with these numbers (call inside a transaction)."""
+    return logs(conn, [(run_id, first, end) for first, end in spans(seqs)]).get(run_id, {})
 
 
 def log_span_entries(conn: sqlite3.Connection, run_id: str, first: int, end: int) -> dict[int, StoredBody | None]:
     """The run's log entries numbered `first` up to `end` (`None`: a reference to a row that is gone)."""
-    rows = conn.execute(f'{SELECT_LOG} WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ?', (run_id, first, end))
-    return dict(rows.fetchall())
+    return logs(conn, [(run_id, first, end)]).get(run_id, {})
 
 
 def log_entries(conn: sqlite3.Connection, run_id: str, ranges: list[LogRange]) -> dict[int, StoredBody | None]:
     """The run's log entries that `ranges` name, by number."""
-    log: dict[int, StoredBody | None] = {}
-    for first, end in ranges:
-        log.update(log_span_entries(conn, run_id, first, end))
-    return log
+    return logs(conn, [(run_id, first, end) for first, end in ranges]).get(run_id, {})
+
+
+def owned_entries(
+    conn: sqlite3.Connection, run_id: str, ranges: Sequence[LogRange], *, bodies: bool
+) -> dict[int, BaseEntry]:
+    """The run's entries that `ranges` name, each with the run and row holding its body (and the body if asked).
+
+    What a save building on a snapshot of the run needs (`BaseEntry`); an entry whose body is
+    gone is left out.
+    """
+    select = (
+        ' SELECT m.seq + w.shift, w.run_id, m.seq, w.hops, {} FROM want AS w'
+        ' JOIN dr_messages AS m ON m.run_id = w.run_id AND m.seq >= w.first AND m.seq < w.stop'
+    ).format('m.body' if bodies else 'NULL')
+    entries: dict[int, BaseEntry] = {}
+    for chunk in chunked(ranges, _RANGES_PER_QUERY):
+        params = [value for first, end in chunk for value in (run_id, first, end)]
+        found = conn.execute(_want(len(chunk)) + select, params)
+        entries.update((seq, BaseEntry(seq, owner, at, hops, body)) for seq, owner, at, hops, body in found)
+    return entries

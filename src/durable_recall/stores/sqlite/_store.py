@@ -12,6 +12,7 @@ from pydantic_ai.messages import ModelMessage
 
 from ...base import RunRecord, RunRegistration, Snapshot, SnapshotDelta, StoredBody
 from .._batch_write import encode_deltas
+from .._log_refs import spans
 from .._run_rows import run_record
 from .._snapshot_rows import SnapshotRow, decode_log, decode_ranges, decode_snapshot, decode_snapshots
 from . import _reads, _writes
@@ -136,13 +137,8 @@ class SqliteStepStore:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
 
         def read(conn: sqlite3.Connection) -> dict[str, dict[int, StoredBody | None]]:
-            logs: dict[str, dict[int, StoredBody | None]] = {}
             with transaction(conn, 'BEGIN'):
-                for run_id, seqs in asked.items():
-                    log = _reads.log_numbers(conn, run_id, seqs)
-                    if log:
-                        logs[run_id] = log
-            return logs
+                return _reads.logs(conn, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)])
 
         return await self._db.read(read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()})
 

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ...base import RunIdConflictError, RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
-from .._batch_write import BaseEntry, BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
+from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
 from ._connection import transaction
 from ._index import forget_conversation, mark_pending
-from ._reads import RUN_COLUMNS, SELECT_LOG, SNAPSHOT_COLUMNS
+from ._reads import RUN_COLUMNS, SNAPSHOT_COLUMNS, owned_entries
 
 __all__ = ('delete_conversation', 'register_run', 'write_batch')
 
@@ -59,6 +59,7 @@ def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
     with transaction(conn, 'BEGIN IMMEDIATE'):
         forget_conversation(conn, conversation_id)
         conn.execute(f'DELETE FROM dr_messages WHERE run_id IN ({runs})', (conversation_id,))
+        conn.execute(f'DELETE FROM dr_message_refs WHERE run_id IN ({runs})', (conversation_id,))
         conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))
         return conn.execute('DELETE FROM dr_runs WHERE conversation_id = ?', (conversation_id,)).rowcount
 
@@ -91,11 +92,13 @@ def _tip(conn: sqlite3.Connection, run_id: str) -> RunTip:
     Raises:
         SnapshotChainError: The run is not registered.
     """
+    # The log's next number follows its last entry: a row of its own, or the end of a reference range.
     found = conn.execute(
         'SELECT conversation_id,'
         ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM dr_snapshots WHERE run_id = ?1),'
         ' (SELECT ranges FROM dr_snapshots WHERE run_id = ?1 ORDER BY idx DESC LIMIT 1),'
-        ' (SELECT COALESCE(MAX(seq) + 1, 0) FROM dr_messages WHERE run_id = ?1)'
+        ' max((SELECT COALESCE(MAX(seq) + 1, 0) FROM dr_messages WHERE run_id = ?1),'
+        ' COALESCE((SELECT seq + count FROM dr_message_refs WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), 0))'
         ' FROM dr_runs WHERE run_id = ?1',
         (run_id,),
     ).fetchone()
@@ -105,10 +108,14 @@ def _tip(conn: sqlite3.Connection, run_id: str) -> RunTip:
 
 
 def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
-    rows, snapshots = batch.take()
+    rows, refs, snapshots = batch.take()
     conn.executemany(
-        'INSERT INTO dr_messages (run_id, seq, body, ref_run_id, ref_seq) VALUES (?, ?, ?, ?, ?)',
-        [(row.run_id, row.seq, row.body, row.ref_run_id, row.ref_seq) for row in rows],
+        'INSERT INTO dr_messages (run_id, seq, body) VALUES (?, ?, ?)',
+        [(row.run_id, row.seq, row.body) for row in rows],
+    )
+    conn.executemany(
+        'INSERT INTO dr_message_refs (run_id, seq, count, ref_run_id, ref_seq) VALUES (?, ?, ?, ?, ?)',
+        [(ref.run_id, ref.seq, ref.count, ref.ref_run_id, ref.ref_seq) for ref in refs],
     )
     conn.executemany(
         f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -129,17 +136,6 @@ def _base_log(conn: sqlite3.Connection, run_id: str, index: int | None, conversa
         return None
     shared = found[0] == conversation_id
     ranges = decode_ranges(run_id, index, found[1])
-    entries: dict[int, BaseEntry] = {}
-    for first, end in ranges:
-        if shared:
-            # Where each entry's body lives: the row itself, or the one its reference names.
-            rows = conn.execute(
-                'SELECT seq, COALESCE(ref_run_id, run_id), COALESCE(ref_seq, seq) FROM dr_messages'
-                ' WHERE run_id = ? AND seq >= ? AND seq < ?',
-                (run_id, first, end),
-            )
-            entries.update((seq, BaseEntry(owner, at)) for seq, owner, at in rows)
-        else:
-            rows = conn.execute(f'{SELECT_LOG} WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ?', (run_id, first, end))
-            entries.update((seq, BaseEntry(run_id, seq, body)) for seq, body in rows if body is not None)
+    # Shared: where each entry's body lives, to refer to it; otherwise the bodies, to copy them.
+    entries = owned_entries(conn, run_id, ranges, bodies=not shared)
     return BaseLog(shared, base_entries_at(run_id, index, ranges, entries))

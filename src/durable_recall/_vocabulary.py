@@ -1,0 +1,26 @@
+"""The words the tool, the index and the command line share: the tool's name, roles, orders.
+
+Below every layer and importing nothing, so that the command line can build its parser (and
+answer `--help` at once) without loading the library, while each value is still defined once.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias, get_args
+
+__all__ = ('ORDERS', 'ROLES', 'SEARCH_TOOL_NAME', 'Order', 'Role')
+
+SEARCH_TOOL_NAME = 'search_conversation_history'
+"""The name the search tool registers under: compatibility data (histories and markers carry it)."""
+
+Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system']
+"""Who a message is from, for the tool's `roles` filter."""
+
+ROLES: tuple[Role, ...] = get_args(Role)
+"""Every role, in the order the index codes them (stored role bytes are indexes into it)."""
+
+Order: TypeAlias = Literal['relevance', 'newest', 'oldest']
+"""How results are ordered: by BM25 score, or by message time among the matches."""
+
+ORDERS: tuple[Order, ...] = get_args(Order)
+"""Every order, as the tool and the command line offer them."""

@@ -1,0 +1,67 @@
+"""Run a parsed command line: where the command line meets the library.
+
+`_main` imports this module only after the command line has parsed, and each command imports its
+own module only when it runs, so `conversations` does not load the demo's agent and engines, and
+a store that is not there is reported before any layer loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import TextIO
+
+from ._errors import CliError
+from ._store import open_for_reading
+
+__all__ = ('run_command',)
+
+
+def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the command `args` names; return its exit status.
+
+    Raises:
+        CliError: The command failed in a way its user can act on, a library error included.
+    """
+    try:
+        return asyncio.run(_dispatch(args, out, err))
+    except CliError:
+        raise
+    except Exception as error:
+        # The library's errors (and pydantic-ai's `UserError`, which most of them also are) are
+        # messages for the user. Their classes are imported only here, on the way out: loading them
+        # up front would cost every command pydantic-ai's import, even one that fails before it needs it.
+        from pydantic_ai.exceptions import UserError
+
+        from ..base import DurableRecallError
+
+        if isinstance(error, DurableRecallError | UserError):
+            raise CliError(str(error)) from error
+        raise
+
+
+async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.command == 'demo':
+        from ._demo import run_demo
+
+        return await run_demo(args, out)
+    async with open_for_reading(args.store, schema=args.schema, connect_timeout=args.connect_timeout) as opened:
+        if args.command == 'conversations':
+            from ._inspect import list_conversations
+
+            return await list_conversations(opened, args, out)
+        if args.command == 'runs':
+            from ._inspect import list_runs
+
+            return await list_runs(opened, args, out, err)
+        if args.command == 'show':
+            from ._inspect import show_run
+
+            return await show_run(opened, args, out)
+        if args.command == 'index':
+            from ._index import index_store
+
+            return await index_store(opened, args, out)
+        from ._search import search_store
+
+        return await search_store(opened, args, out, err)

