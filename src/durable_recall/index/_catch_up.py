@@ -81,6 +81,8 @@ class Indexer:
 
     def __init__(self, storage: IndexStorage, feed: RecordFeed) -> None:
         self._storage = storage
+        self._known_held: dict[str, set[bytes]] = {}
+        """Per conversation, hashes the index was found to hold (under `catch_up`): never asked twice."""
         self._feed = feed
 
     @classmethod
@@ -102,6 +104,7 @@ class Indexer:
         """
         problems: list[Unreadable] = []
         ids = list(dict.fromkeys(run_ids))
+        self._known_held = {}
         for start in range(0, len(ids), _BATCH_RUNS):
             batch = ids[start : start + _BATCH_RUNS]
             problems += await self._catch_up_batch(batch)
@@ -258,14 +261,27 @@ class Indexer:
     async def _inherited_prefix(
         self, run: RunRecord, record: RecordView, first: int, batch: Mapping[bytes, str]
     ) -> int:
-        """Extend the run's inherited prefix over leading messages an earlier run of the conversation holds."""
+        """Extend the run's inherited prefix over leading messages an earlier run of the conversation holds.
+
+        Only the messages before the run's first own one (stamped with its token) can be
+        inherited, and of those only hashes neither an earlier run of the batch holds nor an
+        earlier question answered are asked of the index. A chat's run inherits a window that
+        mostly overlaps the last run's, so most runs ask nothing. An answer can be reused for
+        another run because a run whose prefix is still being extended holds no hashes of its own.
+        """
         assert run.conversation_id is not None
-        candidates = [hash_key(record.hash(position)) for position in range(first, len(record))]
-        held = await self._storage.inherited(run.conversation_id, candidates, exclude_run_id=run.run_id)
-        held.update(digest for digest in candidates if batch.get(digest, run.run_id) != run.run_id)
-        while first < len(record):
-            message = record.message(first)
-            if hash_key(record.hash(first)) not in held or message.run_id == run.token:
+        candidates: list[bytes] = []
+        for position in range(first, len(record)):
+            if record.message(position).run_id == run.token:
+                break
+            candidates.append(hash_key(record.hash(position)))
+        known = self._known_held.setdefault(run.conversation_id, set())
+        in_batch = {digest for digest in candidates if batch.get(digest, run.run_id) != run.run_id}
+        unknown = [digest for digest in candidates if digest not in known and digest not in in_batch]
+        if unknown:
+            known.update(await self._storage.inherited(run.conversation_id, unknown, exclude_run_id=run.run_id))
+        for digest in candidates:
+            if digest not in known and digest not in in_batch:
                 break
             first += 1
         return first
