@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -66,3 +67,27 @@ def test_a_builder_state_round_trips() -> None:
 def test_damage_is_refused_not_misread(damaged: bytes) -> None:
     with pytest.raises(ValueError, match='not a record builder state'):
         FoldState.from_bytes(damaged)
+
+
+def test_builders_sharing_digests_hash_an_inherited_body_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from durable_recall.history import _rebuild, message_hash
+
+    calls: list[object] = []
+
+    def counting(message: Any) -> str:
+        calls.append(message)
+        return message_hash(message)
+
+    monkeypatch.setattr(_rebuild, 'message_hash', counting)
+    window = [user('a'), reply('b'), user('c')]
+    bodies = ['body-a', 'body-b', 'body-c']
+    digests: dict[object, str] = {}
+    first = RecordBuilder(digests=digests)
+    first.fold(window, bodies=bodies)
+    assert len(calls) == 3
+    second = RecordBuilder(digests=digests)
+    second.fold([*window, user('d')], bodies=[*bodies, 'body-d'])
+    assert len(calls) == 4, 'only the new body is hashed'
+    alone = RecordBuilder()
+    alone.fold([*window, user('d')])
+    assert second.hashes == alone.hashes

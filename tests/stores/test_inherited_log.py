@@ -270,3 +270,18 @@ async def test_a_body_missing_at_the_end_of_a_chain_is_reported(sql_kit: StoreKi
     await store.register_run(registration('fourth', conversation_id='c'))
     with pytest.raises(_errors.CorruptSnapshotError, match='message 1 of the run log is missing'):
         await store.save_snapshot(based('fourth', 'third', 0, [(0, 4)], []))
+
+
+async def test_snapshots_carry_their_stored_bodies_shared_with_the_base(kit: StoreKit) -> None:
+    """`Snapshot.bodies` is aligned with the messages, and an inherited message has its base run's body."""
+    store = kit.store
+    for run_id in ('parent', 'child'):
+        await store.register_run(registration(run_id, conversation_id='c'))
+    await save_history(store, 'parent', [messages(0, 1), messages(0, 1, 2, 3)])
+    assert await store.save_snapshot(based('child', 'parent', 1, [(1, 3), (-1, 1), (0, 1)], [9]))
+
+    [_, parent] = await store.list_snapshots('parent')
+    [child] = await store.list_snapshots('child')
+    assert len(parent.bodies) == len(parent.messages) and len(child.bodies) == len(child.messages)
+    assert [child.bodies[0], child.bodies[1], child.bodies[3]] == [parent.bodies[1], parent.bodies[2], parent.bodies[0]]
+    assert child.bodies[2] not in parent.bodies

@@ -151,6 +151,10 @@ class Snapshot:
         seqs: Where each message lives in the run's message log (its log number), aligned with
             `messages`; the same number means the same stored body. Empty from a store that
             does not say.
+        bodies: Each message's stored body (the store's encoding: compare, don't parse), aligned
+            with `messages`: equal bodies decode to equal messages, across runs too (an inherited
+            message is its first run's body), so a reader deriving something from each message
+            (the index's content hashes) can reuse it. Empty from a store that does not say.
     """
 
     run_id: str
@@ -160,6 +164,7 @@ class Snapshot:
     saved_at: datetime
     messages: list[ModelMessage]
     seqs: list[int] = field(default_factory=list[int])
+    bodies: list[str | bytes] = field(default_factory=list[str | bytes], repr=False, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -53,7 +53,7 @@ rebuilt in time linear in its snapshots times the context size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 
 from pydantic_ai.messages import ModelMessage
 
@@ -78,8 +78,18 @@ class RecordBuilder:
     replaced by a different stored copy.
     """
 
-    def __init__(self, *, track_changes: bool = False) -> None:
+    def __init__(self, *, track_changes: bool = False, digests: MutableMapping[object, str] | None = None) -> None:
+        """Start an empty record.
+
+        Args:
+            track_changes: Report changed positions (`take_changes`).
+            digests: Content hashes by stored body (`Snapshot.bodies`), shared by the builders of
+                one reader: a run inherits the messages an earlier run holds, and a body already
+                hashed is not serialized and hashed again. Equal stored bodies decode to equal
+                messages, so a hit is always right.
+        """
         self._tracking = track_changes
+        self._digests = digests
         self._messages: list[ModelMessage | None] = []
         self._hashes: list[str] = []
         self._seqs: list[int] = []
@@ -89,7 +99,12 @@ class RecordBuilder:
 
     @classmethod
     def resume(
-        cls, state: FoldState, previous: Mapping[int, ModelMessage], record: Mapping[int, ModelMessage]
+        cls,
+        state: FoldState,
+        previous: Mapping[int, ModelMessage],
+        record: Mapping[int, ModelMessage],
+        *,
+        digests: MutableMapping[object, str] | None = None,
     ) -> RecordBuilder:
         """A builder that goes on from `state`, holding only the record positions a fold can touch.
 
@@ -97,11 +112,12 @@ class RecordBuilder:
             state: What `state` returned.
             previous: The messages of the state's `previous` entries, by log number, as stored.
             record: The record's messages at the positions `state.needed()` names.
+            digests: As for the constructor.
 
         Raises:
             KeyError: A message the state names is missing from `previous` or `record`.
         """
-        builder = cls(track_changes=True)
+        builder = cls(track_changes=True, digests=digests)
         builder._messages = [None] * state.size
         builder._hashes = [''] * state.size
         builder._seqs = [-1] * state.size
@@ -174,7 +190,7 @@ class RecordBuilder:
         changes, self._changes = self._changes, {}
         return changes
 
-    def fold(self, snapshot: Sequence[ModelMessage], seqs: Sequence[int] = ()) -> None:
+    def fold(self, snapshot: Sequence[ModelMessage], seqs: Sequence[int] = (), bodies: Sequence[object] = ()) -> None:
         """Extend the record with the next complete snapshot of the run (the whole history it holds).
 
         Our compaction markers, harness summary artifacts and harness receipts are removed first:
@@ -184,11 +200,13 @@ class RecordBuilder:
             snapshot: The snapshot's messages.
             seqs: Their log numbers (`Snapshot.seqs`), if the store gives them: a record message
                 re-read from the same log entry is known unchanged without comparing it.
+            bodies: Their stored bodies (`Snapshot.bodies`), if the store gives them: keys of the
+                `digests` the builder was made with.
         """
         # The marker heads the snapshot alone, or merged by core into the prompt that followed it.
         marker = compaction_marker_count(snapshot[0]) if snapshot and has_compaction_marker(snapshot[0]) else None
         offset = 1 if snapshot and is_compaction_marker(snapshot[0]) else 0
-        body: list[tuple[int, ModelMessage, int]] = []
+        body: list[tuple[int, ModelMessage, int, object]] = []
         # A log entry the last snapshot held was cleaned then: reuse it rather than scan its parts again.
         known = {seen.seq: seen.message for seen in self._previous if seen.seq >= 0} if seqs else {}
         for position, message in enumerate(snapshot):
@@ -197,7 +215,7 @@ class RecordBuilder:
             if cleaned is None:
                 cleaned = strip_artifacts(message)
             if cleaned is not None:
-                body.append((position - offset, cleaned, seq))
+                body.append((position - offset, cleaned, seq, bodies[position] if bodies else None))
         current = self._hashed(body)
         previous = self._previous
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
@@ -206,7 +224,7 @@ class RecordBuilder:
         self._previous = current
         self._previous_marker = marker or 0
 
-    def _hashed(self, body: list[tuple[int, ModelMessage, int]]) -> list[Seen]:
+    def _hashed(self, body: list[tuple[int, ModelMessage, int, object]]) -> list[Seen]:
         """Hash the snapshot, reusing the previous snapshot's hash for an equal message where expected."""
         previous = self._previous
         positions: dict[str, int] = {}
@@ -214,19 +232,28 @@ class RecordBuilder:
             positions[previous[index].digest] = index
         seen: list[Seen] = []
         expected = 0
-        for body_position, message, seq in body:
+        for body_position, message, seq, stored in body:
             if expected < len(previous) and (
                 (seq >= 0 and previous[expected].seq == seq) or same(previous[expected].message, message)
             ):
                 digest = previous[expected].digest
                 expected += 1
             else:
-                digest = message_hash(message)
+                digest = self._digest(message, stored)
                 found = positions.get(digest)
                 if found is not None and found >= expected:
                     expected = found + 1
             seen.append(Seen(message, digest, body_position, seq))
         return seen
+
+    def _digest(self, message: ModelMessage, stored: object) -> str:
+        """The message's hash, from the shared `digests` when its stored body was hashed before."""
+        if self._digests is None or stored is None:
+            return message_hash(message)
+        digest = self._digests.get(stored)
+        if digest is None:
+            digest = self._digests[stored] = message_hash(message)
+        return digest
 
     def _align(self, previous: list[Seen], current: list[Seen]) -> None:
         done_previous = done_current = 0

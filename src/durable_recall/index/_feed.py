@@ -21,6 +21,9 @@ from ._storage import IndexedRunRow
 
 __all__ = ('Folded', 'RecordFeed', 'RecordView', 'SnapshotFeed')
 
+_MAX_DIGESTS = 65_536
+"""Stored bodies whose hashes a feed keeps (a few MB at chat length)."""
+
 
 class RecordView(Protocol):
     """A run's record as catch-up reads it: messages, their content hashes and log numbers by position."""
@@ -84,6 +87,8 @@ class SnapshotFeed:
 
     def __init__(self, store: SnapshotReader) -> None:
         self._store = store
+        self._digests: dict[object, str] = {}
+        """Content hashes by stored body, shared by the runs folded: a run's inherited window was hashed before."""
 
     async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         """The runs' records, in one read."""
@@ -98,13 +103,15 @@ class SnapshotFeed:
         for snapshot in snapshots:
             upto = max(upto, snapshot.index)
             if snapshot.state == 'complete':
-                builder.fold(snapshot.messages, snapshot.seqs)
+                builder.fold(snapshot.messages, snapshot.seqs, snapshot.bodies)
+        if len(self._digests) > _MAX_DIGESTS:
+            self._digests.clear()  # a bound, not a policy: the next runs refill what they share
         state = builder.state.to_bytes() if len(builder) or snapshots else (row.state if row else b'')
         return Folded(builder, builder.take_changes(), upto, state)
 
     async def _builder(self, run_id: str, row: IndexedRunRow | None) -> RecordBuilder:
         if row is None or not row.state:
-            return RecordBuilder(track_changes=True)
+            return RecordBuilder(track_changes=True, digests=self._digests)
         try:
             state = FoldState.from_bytes(row.state)
         except ValueError as error:
@@ -116,4 +123,4 @@ class SnapshotFeed:
         missing = [seq for seq in wanted if seq not in loaded]
         if missing:
             raise CorruptSnapshotError(run_id, row.seen, f'message log entries {missing[:5]} are missing')
-        return RecordBuilder.resume(state, loaded, {p: loaded[seqs[p]] for p in positions})
+        return RecordBuilder.resume(state, loaded, {p: loaded[seqs[p]] for p in positions}, digests=self._digests)

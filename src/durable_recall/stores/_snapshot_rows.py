@@ -152,6 +152,8 @@ def decode_snapshot(
         except MessageDecodeError as error:
             raise CorruptSnapshotError(row.run_id, row.index, str(error)) from error
     messages = [decoded[seq] for seq in seqs]
+    stored = [log.get(seq) for seq in seqs]
+    bodies = [body for body in stored if body is not None]
     return Snapshot(
         run_id=row.run_id,
         index=row.index,
@@ -160,6 +162,7 @@ def decode_snapshot(
         saved_at=saved_at,
         messages=messages,
         seqs=seqs,
+        bodies=bodies if len(bodies) == len(seqs) else [],  # aligned with `messages`, or none
     )
 
 

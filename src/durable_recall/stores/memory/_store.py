@@ -259,4 +259,5 @@ class InMemoryStepStore:
             saved_at=stored.saved_at,
             messages=messages,
             seqs=seqs,
+            bodies=[self._body(run, seq, stored.index) for seq in seqs],
         )
