@@ -127,6 +127,13 @@ class TestOddInput:
         assert 'Assistant: zeta' in answer
         assert len(answer) < 2_000
 
+    @pytest.mark.parametrize(
+        'times', [{'since': '0001-01-01'}, {'until': '9999-12-31T23:59:59'}, {'since': '0001-01-01T00:00:00Z'}]
+    )
+    async def test_times_at_the_edges_of_the_calendar_get_an_answer(self, times: dict[str, str]) -> None:
+        answer = await search_all(six_messages()).search(context(), request('zeta', **times))
+        assert isinstance(answer, str) and answer
+
     async def test_nul_inside_a_query_is_a_separator(self) -> None:
         answer = await search_all(six_messages()).search(context(), request('zeta\x00epsilon'))
         assert 'zeta' in answer and 'epsilon' in answer

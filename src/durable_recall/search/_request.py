@@ -90,12 +90,16 @@ def check_request(request: SearchRequest) -> str | None:
 
 
 def parse_time(value: str) -> datetime | None:
-    """An ISO-8601 time (a trailing `Z` allowed; no offset means local time), or `None`."""
+    """An ISO-8601 time (a trailing `Z` allowed; no offset means local time), or `None`.
+
+    `None` too for a time local time cannot represent (year 1 east of UTC, say): the model gets
+    the same sentence as for a malformed one, never the `ValueError` or `OverflowError`.
+    """
     try:
         moment = datetime.fromisoformat(value.replace('Z', '+00:00'))
-    except ValueError:
+        return moment if moment.tzinfo is not None else moment.astimezone()
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo is not None else moment.astimezone()
 
 
 def filters_of(request: SearchRequest) -> Filters:
