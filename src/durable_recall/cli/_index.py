@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import TextIO
 
+from ..base import CorruptSnapshotError
 from ..index import Indexer
 from ._output import write_json
 from ._store import OpenedStore
@@ -25,7 +26,10 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
     problems = await indexer.catch_up(status.pending)
     seconds = time.perf_counter() - began
     after = await indexer.storage.status(conversation_id, all_scopes=args.all)
-    unreadable = [{'run_id': e.run_id, 'snapshot': getattr(e, 'index', None), 'reason': e.reason} for e in problems]
+    unreadable = [
+        {'run_id': e.run_id, 'snapshot': e.index if isinstance(e, CorruptSnapshotError) else None, 'reason': e.reason}
+        for e in problems
+    ]
     if args.json:
         write_json(
             {
@@ -43,5 +47,6 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
             f'{after.docs} searchable messages\n'
         )
         for problem in unreadable:
-            out.write(f'  unreadable: run {problem["run_id"]}, snapshot {problem["snapshot"]}: {problem["reason"]}\n')
+            where = '' if problem['snapshot'] is None else f', snapshot {problem["snapshot"]}'
+            out.write(f'  unreadable: run {problem["run_id"]}{where}: {problem["reason"]}\n')
     return 1 if unreadable else 0

@@ -223,7 +223,8 @@ class Ranker:
         """Each candidate's message time (POSIX seconds), for newest/oldest order (of the last `rank`)."""
         scope = self._ranked
         assert scope is not None, 'rank first'
-        times = {key: decode_floats(run.row.times) for key, run in scope.runs.items()}
+        # Only the candidates' runs: the scope's cache may hold many more.
+        times = {key: decode_floats(scope.runs[key].row.times) for key in {found.run_key for found in candidates}}
         return [times[found.run_key][found.position] for found in candidates]
 
     async def load(self, candidates: Sequence[Candidate], context_lines: int) -> list[Hit]:
