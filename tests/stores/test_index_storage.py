@@ -18,7 +18,7 @@ from durable_recall.base._codec import dump_messages
 from durable_recall.base._time import format_timestamp
 from durable_recall.index import IndexStorage, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from durable_recall.index._chunks import SEAL_AT, SEALED_MAX, decode_chunk
-from durable_recall.index._layout import encode_floats, encode_ints, encode_roles
+from durable_recall.index._layout import ROLE_CODES, encode_floats, encode_ints
 from durable_recall.index._storage import Posting
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import (
@@ -82,7 +82,7 @@ async def change(
         first=0,
         lengths=encode_ints(lengths),
         seqs=encode_ints(range(len(lengths))),
-        roles=encode_roles(['user' for _ in lengths]),
+        roles=encode_ints(ROLE_CODES['user'] for _ in lengths),
         times=encode_floats([1.5] * len(lengths)),
         state=f'{{"seen": {seen}}}'.encode(),
         postings_add=postings_add or {},

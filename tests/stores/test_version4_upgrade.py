@@ -131,9 +131,11 @@ async def _check_upgrade(kit: StoreKit) -> None:
     assert await kit.query('SELECT COUNT(*) FROM {messages}') == [(8 + 2 + 1,)]
     assert [kind for kind, _, _ in await log_entries(kit, 'grandchild')] == ['ref'] * 4 + ['compressed']
 
-    # The index is kept, its JSON state read back as bytes.
-    [row] = (await store.index_storage().load_runs(['parent', 'child'])).values()
-    assert (row.run_key, row.scope_key, row.seen, row.lengths, row.state) == (3, 7, 1, b'\x01', _STATE.encode())
+    # Version 6 rebuilds the index (its arrays and fold state are packed anew): every run with
+    # snapshots is pending again, and the next catch-up indexes them.
+    storage = store.index_storage()
+    assert await storage.load_runs(['parent', 'child']) == {}
+    assert sorted((await storage.status('c', all_scopes=False)).pending) == ['child', 'grandchild', 'parent']
 
     # A new run builds on the upgraded references, and deleting the conversation takes everything.
     await store.register_run(registration('next', conversation_id='c'))
@@ -162,9 +164,9 @@ async def test_a_version_4_sqlite_file_reads_back_the_same(tmp_path: Path) -> No
     finally:
         await kit.store.aclose()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('5',)]
+        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('6',)]
         assert [row[1] for row in conn.execute('PRAGMA table_info(dr_messages)')] == ['run_id', 'seq', 'body']
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
 
 
 @pytest.mark.postgres
@@ -190,7 +192,7 @@ async def test_a_version_4_postgres_schema_reads_back_the_same(postgres_url: str
         await store.aclose()
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f"SELECT value FROM {names['meta']} WHERE key = 'schema_version'".encode())
-        assert await cur.fetchall() == [('5',)]
+        assert await cur.fetchall() == [('6',)]
         cur = await conn.execute(
             'SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s'
             " AND table_name IN ('dr_messages', 'dr_index_runs') AND column_name IN ('ref_run_id', 'ref_seq', 'state')",

@@ -1,14 +1,17 @@
 """The resumable state of a record fold, small enough for the search index to store per run.
 
 A run's record is rebuilt by folding its snapshots in order; the next fold reads only the last
-snapshot and the record positions that snapshot names. Keeping just that (well under a kilobyte for
-a window of 20 messages, whatever the run's length) lets the persistent index go on folding in
-another process without re-reading the run's earlier snapshots.
+snapshot and the record positions that snapshot names. Keeping just that lets the persistent index
+go on folding in another process without re-reading the run's earlier snapshots.
 
-Stored as bytes (`to_bytes`): a version byte, then unsigned LEB128 integers and raw 32-byte
-digests. One index row per run holds it, so on a chat app's workload (a short run per exchange,
-each inheriting a window) its size is a large share of the store; JSON with hex digests was twice
-as large. `from_bytes` still reads the JSON text earlier releases stored.
+Stored as bytes (`to_bytes`): a version byte, then unsigned LEB128 integers. One index row per run
+holds it, so on a chat app's workload (a short run per exchange, each inheriting a window of 20) its
+size is a large share of the store. Version 2 therefore keeps no content hashes: the messages it
+names are read back by log number to resume anyway, and hashing them again is exact (a hash is a
+function of the message). It keeps `previous` as runs of consecutive entries (a window is one or two
+runs), so a state is a few bytes whatever the window. Only an entry without a log number keeps its
+hash, since nothing could read it back. `from_bytes` still reads version 1 (raw 16-byte hashes) and
+the JSON text of earlier releases.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ class FoldState:
         size: The record's length.
         marker: The dropped count of the last folded snapshot's compaction marker (0 for none).
         previous: The last folded snapshot's messages (artifacts removed) as
-            `(hash, body position, log number, record position or None)`.
+            `(hash, body position, log number, record position or None)`. The hash is empty when
+            the state was read back from bytes and the entry has a log number: resuming hashes
+            the message it reads.
         record: The record's hash at each position `previous` names, where it differs from the
-            hash of the `previous` entry naming it (an edit kept the original).
+            hash of the `previous` entry naming it (an edit kept the original); empty when read
+            back from bytes (resuming hashes the record message it reads).
     """
 
     size: int
@@ -41,20 +47,24 @@ class FoldState:
     record: Mapping[int, str]
 
     def to_bytes(self) -> bytes:
-        """The compact binary form, for the index to store."""
+        """The compact binary form, for the index to store (see the module docstring)."""
         out = bytearray([_VERSION])
         _put(out, self.size)
         _put(out, self.marker)
-        _put(out, len(self.previous))
-        for digest, body, seq, record in self.previous:
-            _put_digest(out, digest)
+        groups = _groups(self.previous)
+        _put(out, len(groups))
+        for (digest, body, seq, record), length in groups:
             _put(out, body)
-            _put(out, seq + 1)  # -1: an entry with no log number
+            _put(out, seq + 1)  # 0: an entry with no log number, whose hash follows
             _put(out, 0 if record is None else record + 1)
+            _put(out, length)
+            if seq < 0:
+                _put_digest(out, digest)
         _put(out, len(self.record))
-        for position, digest in sorted(self.record.items()):
-            _put(out, position)
-            _put_digest(out, digest)
+        last = 0
+        for position in sorted(self.record):
+            _put(out, position - last)
+            last = position
         return bytes(out)
 
     @classmethod
@@ -66,7 +76,10 @@ class FoldState:
         """
         if data[:1] == b'{':
             return cls._from_json(data.decode('utf-8', errors='replace'))
-        if data[:1] != bytes([_VERSION]):
+        version = data[:1]
+        if version == bytes([_VERSION]):
+            return cls._from_version_2(data)
+        if version != bytes([_VERSION_1]):
             raise ValueError(f'not a record builder state: unknown version {data[:1]!r}')
         try:
             reader = _Reader(data, 1)
@@ -81,6 +94,37 @@ class FoldState:
         except IndexError as error:
             raise ValueError('not a record builder state: truncated') from error
         return cls(size=size, marker=marker, previous=previous, record=record)
+
+    @classmethod
+    def _from_version_2(cls, data: bytes) -> FoldState:
+        try:
+            reader = _Reader(data, 1)
+            size, marker = reader.number(), reader.number()
+            previous: list[tuple[str, int, int, int | None]] = []
+            for _ in range(reader.number()):
+                body, seq, record, length = (
+                    reader.number(),
+                    reader.number() - 1,
+                    _optional(reader.number()),
+                    reader.number(),
+                )
+                digest = reader.digest() if seq < 0 else ''
+                if length < 1 or (seq < 0 and length != 1):
+                    raise ValueError(f'not a record builder state: a run of {length} entries')
+                previous.extend(
+                    (digest, body + k, seq + k if seq >= 0 else seq, None if record is None else record + k)
+                    for k in range(length)
+                )
+            positions: dict[int, str] = {}
+            position = 0
+            for _ in range(reader.number()):
+                position += reader.number()
+                positions[position] = ''
+            if reader.offset != len(data):
+                raise ValueError(f'not a record builder state: {len(data) - reader.offset} bytes left over')
+        except IndexError as error:
+            raise ValueError('not a record builder state: truncated') from error
+        return cls(size=size, marker=marker, previous=tuple(previous), record=positions)
 
     @classmethod
     def _from_json(cls, text: str) -> FoldState:
@@ -104,8 +148,33 @@ class FoldState:
         return [seq for _, _, seq, _ in self.previous], sorted(self.record)
 
 
-_VERSION = 1
-"""The first byte of a binary state (JSON text starts with `{`)."""
+_VERSION = 2
+"""The first byte of the binary state written now (JSON text starts with `{`)."""
+
+_VERSION_1 = 1
+"""The first byte of the earlier binary state, which kept each entry's 16-byte hash."""
+
+
+def _groups(
+    previous: tuple[tuple[str, int, int, int | None], ...],
+) -> list[tuple[tuple[str, int, int, int | None], int]]:
+    """`previous` as runs of entries that each go on from the one before (body, log and record positions + 1)."""
+    groups: list[tuple[tuple[str, int, int, int | None], int]] = []
+    for entry in previous:
+        if groups:
+            (_, body, seq, record), length = groups[-1]
+            _, next_body, next_seq, next_record = entry
+            follows = (
+                seq >= 0
+                and next_body == body + length
+                and next_seq == seq + length
+                and (next_record is None if record is None else next_record == record + length)
+            )
+            if follows:
+                groups[-1] = (groups[-1][0], length + 1)
+                continue
+        groups.append((entry, 1))
+    return groups
 
 
 def _put(out: bytearray, value: int) -> None:

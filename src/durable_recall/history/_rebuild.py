@@ -32,7 +32,8 @@ removed, see [`RecordBuilder.fold`][durable_recall.history.RecordBuilder.fold]):
    compaction rewrite of messages already recorded (a summary the harness markers do not
    identify), and is not added.
 
-Our own `SlidingWindowCompaction` marker says how many messages were dropped in total, so when `S`
+Our own `SlidingWindowCompaction` marker says how many messages were dropped in total (after the
+preserved first prompt, when it rides in that prompt), so when `S`
 starts with one, the messages of `P` it dropped since `P` are taken out of the alignment. That
 makes a dropped exchange that a new one repeats word for word (the reference's example E) exact.
 Without such a marker that case stays ambiguous by content (`[q, a, u3]` after `[u1, r1, q, a]`
@@ -42,9 +43,10 @@ Where it cannot be exact, it fails towards duplication, never loss: an edit that
 message keeping none of its identity is appended as a new message.
 
 Resumable: [`RecordBuilder.state`][durable_recall.history.RecordBuilder.state] is what a later
-fold needs (the last snapshot's hashes, log numbers and record positions, and the record's hashes
-at those positions), a few kilobytes whatever the run's length, so the persistent index keeps it
-and resumes folding in another process without re-reading the run's earlier snapshots.
+fold needs (the last snapshot's log numbers and record positions, and which record positions an
+edit kept apart; hashes are recomputed from the messages read back), a few bytes whatever the
+run's length, so the persistent index keeps it and resumes folding in another process without
+re-reading the run's earlier snapshots.
 
 Cost per snapshot: hashing its messages (a message equal to the previous snapshot's at the
 expected position reuses that hash) and one alignment of two context-sized lists, so a run is
@@ -125,6 +127,8 @@ class RecordBuilder:
         for digest, body_position, seq, record_index in state.previous:
             cleaned = strip_artifacts(previous[seq])
             message = previous[seq] if cleaned is None else cleaned
+            # A stored state keeps no hash for a message it can read back: hashing it again is exact.
+            digest = digest or message_hash(message)
             builder._previous.append(Seen(message, digest, body_position, seq, record_index))
             if record_index is not None and record_index not in state.record:
                 builder._messages[record_index] = message
@@ -132,8 +136,8 @@ class RecordBuilder:
                 builder._seqs[record_index] = seq
         for position, digest in state.record.items():
             cleaned = strip_artifacts(record[position])
-            builder._messages[position] = record[position] if cleaned is None else cleaned
-            builder._hashes[position] = digest
+            message = builder._messages[position] = record[position] if cleaned is None else cleaned
+            builder._hashes[position] = digest or message_hash(message)
         return builder
 
     @property
@@ -219,7 +223,10 @@ class RecordBuilder:
         current = self._hashed(body)
         previous = self._previous
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
-            previous = [seen for seen in previous if seen.body_position >= dropped]
+            # The marker rides in the preserved first prompt when the window keeps it: then what
+            # it dropped follows that head instead of starting the previous snapshot.
+            head = 1 if offset == 0 and _same_head(previous, current) else 0
+            previous = [seen for seen in previous if seen.body_position < head or seen.body_position >= head + dropped]
         self._align(previous, current)
         self._previous = current
         self._previous_marker = marker or 0
@@ -311,3 +318,14 @@ class RecordBuilder:
             return
         if self._hashes[index] == new.digest or extends(new.message, self.message(index)):
             self._replace(index, new)
+
+
+def _same_head(previous: Sequence[Seen], current: Sequence[Seen]) -> bool:
+    """Whether both snapshots open with the same message (a head a sliding window preserved)."""
+    return (
+        bool(previous)
+        and bool(current)
+        and previous[0].body_position == 0
+        and current[0].body_position == 0
+        and previous[0].digest == current[0].digest
+    )

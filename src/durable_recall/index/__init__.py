@@ -18,7 +18,7 @@ from ._catch_up import Indexer, Progress, Unreadable, record_text_terms, update_
 from ._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, merged, seal_tail, without_run
 from ._feed import Folded, RecordFeed, RecordView, SnapshotFeed
 from ._inline import run_inline
-from ._layout import ROLE_NAMES, decode_floats, decode_ints
+from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
 from ._reader import SnapshotReader
 from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
 from ._storage import IndexedRunRow, IndexStorage, Posting, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
@@ -26,6 +26,7 @@ from ._storage import IndexedRunRow, IndexStorage, Posting, PostingsRow, RunComm
 __all__ = (
     'OPEN',
     'ROLE_NAMES',
+    'array_length',
     'SEAL_BYTES',
     'Bm25Params',
     'IndexStorage',

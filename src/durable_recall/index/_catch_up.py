@@ -19,7 +19,7 @@ from ..base import CorruptRunError, CorruptSnapshotError, RunRecord, format_time
 from ..text import index_text, message_role, tokenize
 from ._chunks import decode_chunk, run_postings
 from ._feed import RecordFeed, RecordView, SnapshotFeed
-from ._layout import decode_floats, decode_ints, encode_floats, encode_ints, encode_roles
+from ._layout import ROLE_CODES, decode_floats, decode_ints, encode_floats, encode_ints
 from ._reader import SnapshotReader
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
 
@@ -61,17 +61,17 @@ def hash_key(digest: str) -> bytes:
 class _Arrays:
     lengths: list[int]
     seqs: list[int]
-    roles: bytearray
+    roles: list[int]
     times: list[float]
 
     @classmethod
     def of(cls, row: IndexedRunRow | None) -> _Arrays:
         if row is None:
-            return cls([], [], bytearray(), [])
+            return cls([], [], [], [])
         return cls(
             list(decode_ints(row.lengths)),
             list(decode_ints(row.seqs)),
-            bytearray(row.roles),
+            list(decode_ints(row.roles)),
             list(decode_floats(row.times)),
         )
 
@@ -248,7 +248,7 @@ class Indexer:
             first=first,
             lengths=encode_ints(arrays.lengths),
             seqs=encode_ints(arrays.seqs),
-            roles=bytes(arrays.roles),
+            roles=encode_ints(arrays.roles),
             times=encode_floats(arrays.times),
             state=folded.state,
             postings_add=added,
@@ -314,7 +314,7 @@ class Indexer:
 
 def _put(arrays: _Arrays, position: int, length: int, seq: int, message: ModelMessage, run: RunRecord) -> None:
     """Set (or append) a position's length, log number, role and time (the message's, else the run's start)."""
-    role = encode_roles([message_role(message)])[0]
+    role = ROLE_CODES[message_role(message)]
     moment = (message.timestamp or run.started_at).timestamp()
     if position == len(arrays.lengths):
         arrays.lengths.append(length)

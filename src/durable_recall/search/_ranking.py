@@ -29,6 +29,7 @@ from ..index import (
     Postings,
     Progress,
     Unreadable,
+    array_length,
     decode_chunk,
     decode_floats,
     decode_ints,
@@ -275,7 +276,7 @@ class Ranker:
         row = (await self._corpus.storage.load_runs([run_id])).get(run_id)
         if row is None:
             return None
-        run = _Run(row, len(row.lengths) // 4)
+        run = _Run(row, array_length(row.lengths))
         await self._read_records([run])
         if run.record is None or (conversation_id is not None and run.record.conversation_id != conversation_id):
             return None
@@ -287,7 +288,7 @@ class Ranker:
         missing = sorted(key for key in run_keys if key not in scope.runs)
         if missing:
             for key, row in (await self._corpus.storage.runs_by_key(missing)).items():
-                scope.runs[key] = _Run(row, len(row.lengths) // 4)
+                scope.runs[key] = _Run(row, array_length(row.lengths))
         return {key: scope.runs[key] for key in run_keys if key in scope.runs}
 
     async def _head(self, run: _Run) -> list[Counter[str]]:
@@ -368,7 +369,7 @@ class Ranker:
 
     async def _filtered(self, scope: _Scope, scores: dict[int, float], filters: Filters) -> dict[int, float]:
         runs = await self._runs(scope, {key >> 32 for key in scores})
-        roles = {key: run.row.roles for key, run in runs.items()}
+        roles = {key: decode_ints(run.row.roles) for key, run in runs.items()}
         times = {key: decode_floats(run.row.times) for key, run in runs.items()}
         since = filters.since.timestamp() if filters.since is not None else None
         until = filters.until.timestamp() if filters.until is not None else None

@@ -1,0 +1,156 @@
+"""SQLite's schema migrations (see `durable_recall.stores._migrations` for what each version does)."""
+
+from __future__ import annotations
+
+from typing import LiteralString
+
+from ._ref_ranges import REF_RANGES
+
+__all__ = ('SQLITE_META', 'SQLITE_MIGRATIONS')
+
+SQLITE_META: LiteralString = (
+    'CREATE TABLE IF NOT EXISTS dr_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID'
+)
+"""Created before the version is read: it is where the version lives."""
+
+SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
+    (
+        'CREATE TABLE dr_runs ('
+        ' run_id TEXT PRIMARY KEY NOT NULL,'
+        ' conversation_id TEXT,'
+        ' parent_run_id TEXT,'
+        ' agent_name TEXT,'
+        ' metadata TEXT NOT NULL,'
+        ' started_at TEXT NOT NULL,'
+        ' token TEXT NOT NULL'
+        ') WITHOUT ROWID',
+        'CREATE INDEX dr_runs_by_started ON dr_runs (started_at, run_id)',
+        'CREATE INDEX dr_runs_by_conversation ON dr_runs (conversation_id, started_at, run_id)',
+        'CREATE INDEX dr_runs_by_parent ON dr_runs (parent_run_id, started_at, run_id)',
+        'CREATE TABLE dr_messages ('
+        ' run_id TEXT NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' body TEXT NOT NULL,'
+        ' PRIMARY KEY (run_id, seq)'
+        ') WITHOUT ROWID',
+        'CREATE TABLE dr_snapshots ('
+        ' run_id TEXT NOT NULL,'
+        ' idx INTEGER NOT NULL,'
+        ' step_index INTEGER NOT NULL,'
+        ' state TEXT NOT NULL,'
+        ' saved_at TEXT NOT NULL,'
+        ' ranges TEXT NOT NULL,'
+        ' size INTEGER NOT NULL,'
+        ' PRIMARY KEY (run_id, idx)'
+        ') WITHOUT ROWID',
+    ),
+    (
+        'CREATE TABLE dr_pending ('
+        ' conversation_id TEXT NOT NULL,'
+        ' run_id TEXT NOT NULL,'
+        ' upto INTEGER NOT NULL,'
+        ' PRIMARY KEY (conversation_id, run_id)'
+        ') WITHOUT ROWID',
+        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        'CREATE TABLE dr_index_scopes ('
+        ' scope_key INTEGER PRIMARY KEY,'
+        ' conversation_id TEXT UNIQUE,'
+        ' generation TEXT NOT NULL,'
+        ' docs INTEGER NOT NULL,'
+        ' length INTEGER NOT NULL'
+        ')',
+        'CREATE TABLE dr_index_runs ('
+        ' run_key INTEGER PRIMARY KEY,'
+        ' run_id TEXT NOT NULL UNIQUE,'
+        ' scope_key INTEGER NOT NULL,'
+        ' started_at TEXT NOT NULL,'
+        ' seen INTEGER NOT NULL,'
+        ' first INTEGER NOT NULL,'
+        ' lengths BLOB NOT NULL,'
+        ' seqs BLOB NOT NULL,'
+        ' roles BLOB NOT NULL,'
+        ' times BLOB NOT NULL,'
+        ' state TEXT NOT NULL'
+        ')',
+        'CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key, started_at, run_id)',
+        'CREATE TABLE dr_index_terms ('
+        ' term TEXT NOT NULL,'
+        ' scope_key INTEGER NOT NULL,'
+        ' run_key INTEGER NOT NULL,'
+        ' postings BLOB NOT NULL,'
+        ' PRIMARY KEY (scope_key, term, run_key)'
+        ') WITHOUT ROWID',
+        'CREATE TABLE dr_index_hashes ('
+        ' scope_key INTEGER NOT NULL,'
+        ' hash BLOB NOT NULL,'
+        ' run_key INTEGER NOT NULL,'
+        ' PRIMARY KEY (scope_key, hash)'
+        ') WITHOUT ROWID',
+        "INSERT OR IGNORE INTO dr_meta (key, value) VALUES ('index_generation', lower(hex(randomblob(16))))",
+    ),
+    (
+        'CREATE TABLE dr_messages_v3 ('
+        ' run_id TEXT NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' body BLOB,'
+        ' ref_run_id TEXT,'
+        ' ref_seq INTEGER'
+        ')',
+        'INSERT INTO dr_messages_v3 (run_id, seq, body) SELECT run_id, seq, body FROM dr_messages ORDER BY run_id, seq',
+        'DROP TABLE dr_messages',
+        'ALTER TABLE dr_messages_v3 RENAME TO dr_messages',
+        'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_id, seq)',
+    ),
+    (
+        'DROP TABLE dr_index_terms',
+        'CREATE TABLE dr_index_postings ('
+        ' scope_key INTEGER NOT NULL,'
+        ' term TEXT NOT NULL,'
+        ' chunk INTEGER NOT NULL,'
+        ' postings BLOB NOT NULL,'
+        ' PRIMARY KEY (scope_key, term, chunk)'
+        ') WITHOUT ROWID',
+        'DELETE FROM dr_index_hashes',
+        'DELETE FROM dr_index_runs',
+        'DELETE FROM dr_index_scopes',
+        'DELETE FROM dr_pending',
+        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
+    (
+        'CREATE TABLE dr_message_refs ('
+        ' run_id TEXT NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' count INTEGER NOT NULL,'
+        ' ref_run_id TEXT NOT NULL,'
+        ' ref_seq INTEGER NOT NULL,'
+        ' PRIMARY KEY (run_id, seq)'
+        ') WITHOUT ROWID',
+        REF_RANGES.format(messages='dr_messages', message_refs='dr_message_refs'),
+        'CREATE TABLE dr_messages_v5 (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL)',
+        'INSERT INTO dr_messages_v5 (run_id, seq, body) SELECT run_id, seq, body FROM dr_messages'
+        ' WHERE ref_run_id IS NULL AND body IS NOT NULL ORDER BY run_id, seq',
+        'DROP TABLE dr_messages',
+        'ALTER TABLE dr_messages_v5 RENAME TO dr_messages',
+        'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_id, seq)',
+    ),
+    (
+        # Version 6: the index packs its per-run arrays and fold state anew (`INDEX_VERSION` 3).
+        'DELETE FROM dr_index_postings',
+        'DELETE FROM dr_index_hashes',
+        'DELETE FROM dr_index_runs',
+        'DELETE FROM dr_index_scopes',
+        'DELETE FROM dr_pending',
+        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
+)
