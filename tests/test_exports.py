@@ -14,6 +14,8 @@ import durable_recall
 def test_all_is_pinned() -> None:
     assert sorted(durable_recall.__all__) == [
         'ConversationSearch',
+        'ConversationStoreSource',
+        'CorruptConversationError',
         'CorruptRunError',
         'CorruptSnapshotError',
         'DurableRecallDeprecationWarning',
@@ -21,6 +23,7 @@ def test_all_is_pinned() -> None:
         'HistorySource',
         'InMemoryStepStore',
         'PersistBatch',
+        'PostgresConversationStore',
         'PostgresStepStore',
         'RunHistory',
         'RunIdConflictError',
@@ -34,6 +37,7 @@ def test_all_is_pinned() -> None:
         'SnapshotDelta',
         'SnapshotHistorySource',
         'SnapshotState',
+        'SqliteConversationStore',
         'SqliteStepStore',
         'StepPersistence',
         'StepStore',

@@ -36,6 +36,12 @@ if TYPE_CHECKING:
         WorkflowCodeIOError,
     )
     from .compaction import SlidingWindowCompaction
+    from .conversations import (
+        ConversationStoreSource,
+        CorruptConversationError,
+        PostgresConversationStore,
+        SqliteConversationStore,
+    )
     from .history import HistorySource, RunHistory
     from .index import update_index
     from .persistence import StepPersistence
@@ -44,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = (
     'ConversationSearch',
+    'ConversationStoreSource',
+    'CorruptConversationError',
     'CorruptRunError',
     'CorruptSnapshotError',
     'DurableRecallDeprecationWarning',
@@ -51,6 +59,7 @@ __all__ = (
     'HistorySource',
     'InMemoryStepStore',
     'PersistBatch',
+    'PostgresConversationStore',
     'PostgresStepStore',
     'RunIdConflictError',
     'RunRecord',
@@ -64,6 +73,7 @@ __all__ = (
     'SnapshotChainError',
     'SnapshotDelta',
     'SnapshotState',
+    'SqliteConversationStore',
     'SqliteStepStore',
     'StepPersistence',
     'StepStore',
@@ -94,6 +104,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         'WorkflowCodeIOError',
     ),
     'compaction': ('SlidingWindowCompaction',),
+    'conversations': (
+        'ConversationStoreSource',
+        'CorruptConversationError',
+        'PostgresConversationStore',
+        'SqliteConversationStore',
+    ),
     'history': ('HistorySource', 'RunHistory'),
     'index': ('update_index',),
     'persistence': ('StepPersistence',),

@@ -1,0 +1,42 @@
+"""Conversations layer: pydantic-ai's `ConversationStore` on SQLite and Postgres, and searching any one.
+
+pydantic-ai keeps a conversation whole (`Conversation`: messages, usage, deferred tool requests,
+revision) and stores it through a `ConversationStore`, whose base class does load, save, branch,
+fork and delete over five storage primitives. Core ships only an in-memory store; this package
+adds durable ones (`SqliteConversationStore`, `PostgresConversationStore`) that can share a database
+with the step store, and `ConversationStoreSource`, which lets `ConversationSearch` recall what any
+conversation store holds, including what `limit` loads stopped sending long ago.
+
+The Postgres store loads on first use, so importing this package (which Temporal's sandbox does for
+every workflow run) loads no driver.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._errors import CorruptConversationError
+from ._source import ConversationStoreSource
+
+if TYPE_CHECKING:
+    from .postgres import PostgresConversationStore
+    from .sqlite import SqliteConversationStore
+
+__all__ = (
+    'ConversationStoreSource',
+    'CorruptConversationError',
+    'PostgresConversationStore',
+    'SqliteConversationStore',
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == 'SqliteConversationStore':
+        from .sqlite import SqliteConversationStore
+
+        return SqliteConversationStore
+    if name == 'PostgresConversationStore':
+        from .postgres import PostgresConversationStore
+
+        return PostgresConversationStore
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
