@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
@@ -27,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import (
     ConversationSearch,
+    DurableRecallError,
     SlidingWindowCompaction,
     SnapshotHistorySource,
     StepPersistence,
@@ -68,6 +70,25 @@ _S3_PATH = re.compile(r's3://[^\s\'"\]]+')
 def open_store_from_env() -> StepStore:
     """The store `DURABLE_RECALL_STORE` names, or the default SQLite file."""
     return open_store(os.environ.get(STORE_VARIABLE) or DEFAULT_STORE)
+
+
+async def check_store(store: StepStore, process: str) -> None:
+    """Open `store` now and read from it, or end the process with one line saying why.
+
+    A store opens lazily, so without this a worker pointed at a database that does not exist
+    would start, say nothing, and fail each activity (while the starter waits for ever).
+    """
+    try:
+        await store.get_run('durable-recall-startup-check')
+    except (DurableRecallError, ImportError, OSError) as error:
+        fail(process, f'cannot use the store {store!r}: {error}')
+
+
+def fail(process: str, message: str) -> NoReturn:
+    """End the process with `process: error: <message>` on one line of stderr, exit status 1."""
+    sys.stderr.write(f'{process}: error: {" ".join(message.split())}\n')
+    sys.stderr.flush()
+    raise SystemExit(1)
 
 
 def capabilities(store: StepStore) -> list[AbstractCapability[Any]]:

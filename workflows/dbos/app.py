@@ -23,8 +23,8 @@ from pydantic_ai import Agent
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage
 
-from durable_recall import StepStore, open_store
-from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, TURNS, capabilities, scripted_model
+from durable_recall import DurableRecallError, StepStore, open_store
+from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, TURNS, capabilities, check_store, fail, scripted_model
 
 APP_NAME = 'durable_recall_sample'
 DEFAULT_SYSTEM_DATABASE = 'sqlite:///durable-recall-sample-dbos.db'
@@ -66,7 +66,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
     """Launch DBOS, hold the conversation, shut down; returns (prompt, reply) pairs."""
     global _agent
-    store = open_store(args.store or args.postgres or os.environ.get(STORE_VARIABLE) or DEFAULT_STORE)
+    spec = args.store or args.postgres or os.environ.get(STORE_VARIABLE) or DEFAULT_STORE
+    try:
+        store = open_store(spec)
+    except (DurableRecallError, ImportError) as error:
+        fail('app', f'cannot open the store {spec!r}: {error}')
+    try:
+        await check_store(store, 'app')  # before DBOS launches: a bad store fails here, with one line
+    except BaseException:
+        await store.aclose()
+        raise
     _agent = build_agent(store)
     DBOS(
         config={

@@ -26,8 +26,9 @@ from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from durable_recall import DurableRecallError
 from durable_recall.temporal import DurableRecallPlugin
-from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE
+from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, check_store, fail
 from workflows.temporal import TASK_QUEUE, temporal_address
 
 
@@ -66,9 +67,20 @@ async def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.store or args.postgres:
         os.environ[STORE_VARIABLE] = args.store or args.postgres
-    client = await connect()
-    worker = build_worker(client)
-    from workflows.temporal.workflows import store
+    try:
+        from workflows.temporal.workflows import store  # builds the agent and the store, from the variable
+    except (DurableRecallError, ImportError) as error:
+        fail('worker', f'cannot open the store {os.environ.get(STORE_VARIABLE) or DEFAULT_STORE!r}: {error}')
+    try:
+        await check_store(store, 'worker')  # before serving: a bad store fails here, not in every activity
+        try:
+            client = await connect()
+        except RuntimeError as error:  # temporalio's connection failure
+            fail('worker', f'cannot reach Temporal at {temporal_address()}: {error}')
+        worker = build_worker(client)
+    except BaseException:
+        await store.aclose()
+        raise
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import TextIO
+import signal
+from collections.abc import Awaitable, Callable
+from types import FrameType
+from typing import TextIO, TypeVar
 
 from ._errors import CliError
 from ._store import open_for_reading
@@ -23,11 +26,18 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     Raises:
         CliError: The command failed in a way its user can act on, a library error included.
     """
+    interrupted: list[bool] = []
     try:
-        return asyncio.run(_dispatch(args, out, err))
+        return asyncio.run(_noting_interrupts(lambda: _dispatch(args, out, err), interrupted))
     except CliError:
+        if interrupted:
+            raise KeyboardInterrupt from None
         raise
     except Exception as error:
+        if interrupted:
+            # Ctrl-C cancelled the command, and what was cut short failed on its way out (a server
+            # the interrupt also reached, a half-open connection): the user asked for the stop.
+            raise KeyboardInterrupt from error
         # The library's errors (and pydantic-ai's `UserError`, which most of them also are) are
         # messages for the user. Their classes are imported only here, on the way out: loading them
         # up front would cost every command pydantic-ai's import, even one that fails before it needs it.
@@ -38,6 +48,34 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if isinstance(error, DurableRecallError | UserError):
             raise CliError(str(error)) from error
         raise
+
+
+_T = TypeVar('_T')
+
+
+async def _noting_interrupts(command: Callable[[], Awaitable[_T]], interrupted: list[bool]) -> _T:
+    """Run `command`, appending to `interrupted` when SIGINT arrives, and pass the signal on.
+
+    `asyncio.run` answers Ctrl-C by cancelling the command and raising `KeyboardInterrupt`, unless
+    the command's cleanup raises something else first; the note lets `run_command` report the
+    interrupt (exit 130) whatever the cleanup raised. Installed from inside the loop, so that
+    asyncio's own handler is the one it passes the signal to.
+    """
+    passed_on = signal.getsignal(signal.SIGINT)
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        interrupted.append(True)
+        if callable(passed_on):
+            passed_on(signum, frame)
+
+    try:
+        signal.signal(signal.SIGINT, note)
+    except ValueError:  # not the main thread (the CLI called from a thread): asyncio's handling only
+        return await command()
+    try:
+        return await command()
+    finally:
+        signal.signal(signal.SIGINT, passed_on)
 
 
 async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

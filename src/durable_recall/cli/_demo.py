@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import tempfile
 import textwrap
 import uuid
 from dataclasses import dataclass
@@ -23,9 +24,10 @@ from ..compaction import compaction_marker_count, is_marker_part
 from ..stores import SqliteStepStore, StepStore
 from ..text import SEARCH_TOOL_NAME
 from ._agent import build_agent
+from ._demo_json import turn_json
 from ._engines import start_engine
 from ._errors import CliError, one_line
-from ._output import field_lines, terminal_width
+from ._output import field_lines, terminal_width, write_json
 from ._parser import DEFAULT_STORE, MAX_TURNS, MIN_TURNS, EngineName
 from ._reading import read_run
 from ._script import DETAIL, WINDOW, prompts, scripted_model
@@ -48,7 +50,11 @@ class _Context:
 
 
 async def run_demo(args: argparse.Namespace, out: TextIO) -> int:
-    """Run the demo; 0 when the detail came back verbatim."""
+    """Run the demo; 0 when the detail came back verbatim.
+
+    With `--json` the story is not printed; one JSON document at the end holds each turn (its
+    run, prompt, answer and search calls) and the outcome.
+    """
     engine = cast(EngineName, args.engine)
     turns = _prompts(args.turns)
     model = _model(args.model)
@@ -56,22 +62,42 @@ async def run_demo(args: argparse.Namespace, out: TextIO) -> int:
     store = SqliteStepStore(store_path)
     conversation_id = f'demo-{uuid.uuid4().hex[:12]}'
     width = terminal_width()
-    try:
-        async with start_engine(
-            engine,
-            lambda durability: build_agent(model, store, durability),
-            conversation_id,
-            store_path.with_name(f'{store_path.stem}-dbos.sqlite'),
-        ) as conversation:
-            _write(out, _header(args, store_path, conversation_id, conversation.description, len(turns), width))
-            context = _Context()
-            for number, prompt in enumerate(turns, start=1):
-                result = await conversation.ask(prompt)
-                lines = await _turn_lines(number, len(turns), result, store, context, width)
-                _write(out, lines)
-    finally:
-        await store.aclose()
-    _write(out, _footer(context, args.store, conversation_id, width))
+    text = None if args.json else out
+    records: list[dict[str, Any]] = []
+    context = _Context()
+    # DBOS's system database is the engine's bookkeeping, not the demo's output: it lives in a
+    # temporary directory, so the working directory keeps only the store.
+    with tempfile.TemporaryDirectory(prefix='durable-recall-demo-') as scratch:
+        try:
+            async with start_engine(
+                engine,
+                lambda durability: build_agent(model, store, durability),
+                conversation_id,
+                Path(scratch) / 'dbos-system.sqlite',
+            ) as conversation:
+                _write(text, _header(args, store_path, conversation_id, conversation.description, len(turns), width))
+                for number, prompt in enumerate(turns, start=1):
+                    result = await conversation.ask(prompt)
+                    lines = await _turn_lines(number, len(turns), result, store, context, width)
+                    _write(text, lines)
+                    records.append(turn_json(number, prompt, result))
+                description = conversation.description
+        finally:
+            await store.aclose()
+    _write(text, _footer(context, args.store, conversation_id, width))
+    if args.json:
+        outcome = {
+            'engine': engine,
+            'engine_description': description,
+            'store': str(store_path),
+            'conversation_id': conversation_id,
+            'model': args.model,
+            'detail': DETAIL,
+            'recovered': context.recovered,
+            'dropped_in_turn': context.dropped_in_turn,
+            'turns': records,
+        }
+        write_json(outcome, out)
     return 0 if context.recovered else 1
 
 
@@ -234,6 +260,8 @@ def _footer(context: _Context, store: str, conversation_id: str, width: int) -> 
     ]
 
 
-def _write(out: TextIO, lines: list[str]) -> None:
+def _write(out: TextIO | None, lines: list[str]) -> None:
+    if out is None:
+        return
     out.write('\n'.join(lines) + '\n')
     out.flush()

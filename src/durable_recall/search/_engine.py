@@ -85,11 +85,11 @@ class SearchEngine:
         """
         if scope == 'conversation' and conversation_id is None:
             return Outcome(fixed=_answer.no_conversation())
-        query = request.query.replace('\x00', ' ')
-        problem = check_request(request)
+        problem = check_request(request)  # first: it checks the types the lines below rely on
         if problem is not None:
             return Outcome(fixed=problem)
-        terms = query_terms(query)
+        query = request.query.replace('\x00', ' ')
+        terms = query_terms(query)  # bounded: reads at most MAX_QUERY_BYTES of the query
         filters = filters_of(request)
         all_scopes = scope == 'all'
         ranker = self._ranker

@@ -1,14 +1,25 @@
-"""The `search_conversation_history` tool: its schema, its description, and its one toolset."""
+"""The `search_conversation_history` tool: its schema, its description, and its one toolset.
+
+The schema the model reads is strict (strings, an enum of roles and orders), but what the tool
+accepts is lenient: an argument of the wrong JSON type (a number for `since`, a string for `roles`,
+`null` for `query`), a missing `query` or an argument the tool does not have is turned into something `check_request`
+answers with a sentence. Left to pydantic-ai's validation it would be a retry prompt, and a model
+that repeated the mistake past the tool's retry limit would fail the whole agent run.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import BeforeValidator, WithJsonSchema
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..text import SEARCH_TOOL_NAME, Role
-from ._request import Order, SearchRequest, SearchScope
+from .._vocabulary import ORDERS
+from ..text import ROLES, SEARCH_TOOL_NAME
+from . import _answer
+from ._request import SearchRequest, SearchScope
 
 if TYPE_CHECKING:
     from ._capability import ConversationSearch
@@ -37,17 +48,64 @@ def tool_description(scope: SearchScope) -> str:
     return text
 
 
+_MAX_ECHOED = 200
+"""Characters of an argument of the wrong type kept when it is turned into text (answers clip further)."""
+
+
+def _as_text(value: object) -> str:
+    """A JSON value where a string belongs, as text: `check_request` then answers about it."""
+    if isinstance(value, str):
+        return value
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (ValueError, TypeError, RecursionError):  # an int past Python's digit limit, a deep nest
+        text = f'<{type(value).__name__}>'
+    return text[:_MAX_ECHOED]
+
+
+def _text(value: object) -> object:
+    return None if value is None else _as_text(value)
+
+
+def _query(value: object) -> object:
+    return '' if value is None else _as_text(value)
+
+
+def _order(value: object) -> object:
+    return 'relevance' if value is None else _as_text(value)
+
+
+def _roles(value: object) -> object:
+    if value is None or value == []:
+        return None
+    items: list[object] = list(value) if isinstance(value, list) else [value]  # pyright: ignore[reportUnknownArgumentType]
+    return [_as_text(item) for item in items]
+
+
+_ROLES_SCHEMA = {
+    'anyOf': [{'items': {'enum': list(ROLES), 'type': 'string'}, 'type': 'array'}, {'type': 'null'}],
+    'default': None,
+}
+_ORDER_SCHEMA = {'default': 'relevance', 'enum': list(ORDERS), 'type': 'string'}
+
+Query = Annotated[str, BeforeValidator(_query)]
+Text = Annotated[str | None, BeforeValidator(_text)]
+Roles = Annotated[list[str] | None, BeforeValidator(_roles), WithJsonSchema(_ROLES_SCHEMA)]
+OrderText = Annotated[str, BeforeValidator(_order), WithJsonSchema(_ORDER_SCHEMA)]
+
+
 def build_toolset(capability: ConversationSearch, *, tool_id: str, scope: SearchScope) -> FunctionToolset[Any]:
     """A toolset holding the search tool, which hands each call to `capability.search`."""
 
     async def search_conversation_history(
         ctx: RunContext[Any],
-        query: str,
-        run_id: str | None = None,
-        roles: list[Role] | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        order: Order = 'relevance',
+        query: Query = '',
+        run_id: Text = None,
+        roles: Roles = None,
+        since: Text = None,
+        until: Text = None,
+        order: OrderText = 'relevance',
+        **unknown: Any,
     ) -> str:
         """Search persisted conversation history.
 
@@ -59,7 +117,10 @@ def build_toolset(capability: ConversationSearch, *, tool_id: str, scope: Search
             since: Only messages at or after this ISO-8601 time.
             until: Only messages at or before this ISO-8601 time.
             order: `relevance` (default), or `newest` / `oldest` first among the matches.
+            unknown: Arguments the tool does not take; answered with a sentence naming them.
         """
+        if unknown:
+            return _unknown_arguments(unknown)
         request = SearchRequest(
             query=query,
             run_id=run_id,
@@ -72,4 +133,22 @@ def build_toolset(capability: ConversationSearch, *, tool_id: str, scope: Search
 
     toolset: FunctionToolset[Any] = FunctionToolset(id=tool_id)
     toolset.add_function(search_conversation_history, name=SEARCH_TOOL_NAME, description=tool_description(scope))
+    # `**unknown` opens the schema to any argument, and the default makes `query` optional (a call
+    # without one gets the no-words answer): the model is still told the six arguments, `query` required.
+    schema = toolset.tools[SEARCH_TOOL_NAME].function_schema.json_schema
+    schema['additionalProperties'] = False
+    schema['properties'].pop('unknown', None)
+    schema['properties']['query'].pop('default', None)
+    schema['required'] = ['query']
     return toolset
+
+
+def _unknown_arguments(unknown: dict[str, Any]) -> str:
+    names = sorted(unknown)
+    listed = ', '.join(_answer.echo(name) for name in names[:5])
+    if len(names) > 5:
+        listed += f' and {len(names) - 5} more'
+    return (
+        f'{SEARCH_TOOL_NAME} takes no argument {listed}: pass `query`, and optionally `run_id`, `roles`, '
+        '`since`, `until` and `order`.'
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import select
 from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -140,11 +141,16 @@ class PostgresConnector:
 
         try:
             pool = await self._pool()
-            async with pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            async with (
+                _live_connection(pool, self._max_size) as conn,
+                conn.transaction(),
+                conn.cursor(row_factory=tuple_row) as cur,
+            ):
                 if snapshot:
                     await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
                 yield cur
-        except (psycopg.OperationalError, PoolTimeout) as error:
+        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as error:
+            # InterfaceError: a connection the server closed, used again (psycopg's word for it).
             raise self._unavailable(error) from error
 
     async def aclose(self) -> None:
@@ -205,6 +211,9 @@ class PostgresConnector:
             max_size=self._max_size,
             open=False,
             name='durable-recall',
+            # A borrow that waits longer than a connection may take is an outage (or a pool
+            # exhausted for as long): either way a retryable StoreUnavailableError, not a 30 s hang.
+            timeout=self._connect_timeout,
             kwargs={'autocommit': True, 'connect_timeout': self._libpq_timeout()},
         )
         try:
@@ -265,6 +274,44 @@ class PostgresConnector:
             'connection was refused or dropped. Check that the server is running and reachable and that the '
             "URL's host, port, database and credentials are right; the operation is safe to retry."
         )
+
+
+@asynccontextmanager
+async def _live_connection(pool: AsyncConnectionPoolLike, max_size: int) -> AsyncGenerator[AsyncConnection[Any]]:
+    """A connection from `pool` that is not one a restarted server left behind.
+
+    When Postgres restarts (or a backend is terminated), the pool's idle connections are dead,
+    and the first operation on each would fail although the server is back. Each borrowed
+    connection is therefore looked at first: a healthy idle connection has nothing to read, while
+    the server's goodbye (an error message, then end of file) makes its socket readable. That look
+    is a system call, not a round trip, so warm operations pay nothing; a connection that shows
+    it is answered with a real round trip (`SELECT` of nothing), and a dead one goes back to the
+    pool, which discards it, before the next is tried. A connection cut silently (no FIN) is not
+    seen here: the operation fails, as a retryable `StoreUnavailableError`.
+    """
+    import psycopg
+
+    for attempt in range(max_size + 1):
+        async with pool.connection() as conn:
+            if attempt < max_size and _suspect(conn):
+                try:
+                    await conn.execute('')
+                except (psycopg.OperationalError, psycopg.InterfaceError):
+                    continue  # leaving the block returns it broken: the pool drops it
+            yield conn
+            return
+    raise AssertionError('unreachable: the last attempt yields')  # pragma: no cover
+
+
+def _suspect(conn: AsyncConnection[Any]) -> bool:
+    """Whether an idle connection may be dead: closed, broken, or with unread input from the server."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):  # a descriptor select cannot watch: ask the server instead
+        return True
+    return bool(ready)
 
 
 def _check_url(url: str) -> None:
