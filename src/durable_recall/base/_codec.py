@@ -3,11 +3,16 @@
 One JSON object per message, produced by pydantic-ai's own `ModelMessagesTypeAdapter`, so what a
 store holds is exactly what core would write to `all_messages_json()`.
 
-The SQL stores keep each body compressed when that is smaller ([`encode_body`][durable_recall._codec.encode_body]):
-a tag byte, then raw DEFLATE (zlib, level 6) primed with a preset dictionary of pydantic-ai's message
-keys. Bodies are short (about a kilobyte of JSON), so most of what zlib alone would spend on
-learning the keys, the dictionary saves: a quarter less than plain zlib on agent histories. Text
-bodies, written by earlier releases or too small to gain, are stored and read back as they are.
+The stores keep each body as bytes from [`encode_body`][durable_recall.base.encode_body]: a tag
+byte, the CRC-32 of the JSON text's UTF-8 (4 bytes, little-endian), then either raw DEFLATE (zlib,
+level 6) primed with a preset dictionary of pydantic-ai's message keys, or, when that would not be
+smaller, the UTF-8 itself. The checksum is verified on every read, so a body damaged on disk (a
+flipped byte that still inflates, a truncated row) is reported, never read back as another
+message. Bodies are short (about a kilobyte of JSON), so most of what zlib alone would spend on
+learning the keys, the dictionary saves: a quarter less than plain zlib on agent histories.
+
+Earlier releases wrote bodies without a checksum (tag `0x01`, or plain JSON text); those still read
+back as they are.
 """
 
 from __future__ import annotations
@@ -36,7 +41,13 @@ StoredBody = str | bytes
 """A message body as a store holds it: JSON text, or compressed bytes from `encode_body`."""
 
 _DEFLATE_TAG = 0x01
-"""First byte of a body compressed with `_DICTIONARY` (a later format would take another tag)."""
+"""First byte of a body compressed with `_DICTIONARY`, without a checksum (written by earlier releases)."""
+
+_CHECKED_DEFLATE_TAG = 0x02
+"""First byte of a body compressed with `_DICTIONARY`, after the CRC-32 of its JSON text."""
+
+_CHECKED_TEXT_TAG = 0x03
+"""First byte of a body stored as its UTF-8 JSON text, after its CRC-32 (too small to gain from DEFLATE)."""
 
 _LEVEL = 6
 """zlib's default level: on agent histories level 9 saves under 0.5% more, level 1 costs 7%."""
@@ -75,38 +86,58 @@ _DICTIONARY = (
 
 
 def encode_body(body: str) -> StoredBody:
-    """The smaller of `body` itself and its compressed bytes (a tag byte, then DEFLATE with the dictionary)."""
+    """The body as a store keeps it: a tag, its checksum, and the smaller of DEFLATE and the text itself."""
     try:
         data = body.encode('utf-8')
     except UnicodeEncodeError:
         return body  # not from `dump_messages`; the database refuses it as it always did
+    checksum = zlib.crc32(data).to_bytes(4, 'little')
     packer = zlib.compressobj(_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_DICTIONARY)
     packed = packer.compress(data) + packer.flush()
-    if len(packed) + 1 < len(data):
-        return bytes((_DEFLATE_TAG,)) + packed
-    return body
+    if len(packed) < len(data):
+        return bytes((_CHECKED_DEFLATE_TAG,)) + checksum + packed
+    return bytes((_CHECKED_TEXT_TAG,)) + checksum + data
 
 
 def decode_body(stored: StoredBody) -> str:
-    """The JSON text of a body written by `encode_body` (or stored as text by any release).
+    """The JSON text of a body written by `encode_body` (or stored by an earlier release).
 
     Raises:
-        MessageDecodeError: Bytes that are not a compressed body this release knows.
+        MessageDecodeError: Bytes that are not a body this release knows, or whose checksum
+            does not match: the stored body is damaged.
     """
     if isinstance(stored, str):
         return stored
-    if not stored or stored[0] != _DEFLATE_TAG:
+    tag = stored[0] if stored else None
+    if tag == _DEFLATE_TAG:
+        try:
+            return _inflate(memoryview(stored)[1:]).decode('utf-8')
+        except UnicodeDecodeError as error:
+            raise MessageDecodeError(f'compressed body is not UTF-8 ({error})') from error
+    if tag not in (_CHECKED_DEFLATE_TAG, _CHECKED_TEXT_TAG) or len(stored) < 5:
         raise MessageDecodeError(f'stored body has unknown format {stored[:1].hex() or "(empty)"}')
+    expected = int.from_bytes(stored[1:5], 'little')
+    view = memoryview(stored)[5:]
+    data = _inflate(view) if tag == _CHECKED_DEFLATE_TAG else bytes(view)
+    if zlib.crc32(data) != expected:
+        raise MessageDecodeError('stored body fails its checksum: it was damaged after it was written')
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as error:  # pragma: no cover - the checksum matched what was encoded
+        raise MessageDecodeError(f'stored body is not UTF-8 ({error})') from error
+
+
+def _inflate(packed: memoryview) -> bytes:
     unpacker = zlib.decompressobj(-zlib.MAX_WBITS, zdict=_DICTIONARY)
     try:
-        data = unpacker.decompress(memoryview(stored)[1:]) + unpacker.flush()
-        if not unpacker.eof:
-            raise MessageDecodeError('compressed body is truncated')
-        if unpacker.unused_data:
-            raise MessageDecodeError('compressed body has trailing bytes')
-        return data.decode('utf-8')
-    except (zlib.error, UnicodeDecodeError) as error:
+        data = unpacker.decompress(packed) + unpacker.flush()
+    except zlib.error as error:
         raise MessageDecodeError(f'compressed body does not decompress ({error})') from error
+    if not unpacker.eof:
+        raise MessageDecodeError('compressed body is truncated')
+    if unpacker.unused_data:
+        raise MessageDecodeError('compressed body has trailing bytes')
+    return data
 
 
 def dump_messages(messages: Sequence[ModelMessage]) -> list[str]:

@@ -46,13 +46,21 @@ class RunIdConflictError(DurableRecallError, UserError):
     A run id names one run for ever; a second run that claims it would interleave two histories.
     """
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, detail: str | None = None) -> None:
+        """Name the run id, and what showed it reused (another registration, or other content).
+
+        Args:
+            run_id: The reused run id.
+            detail: What was found; by default, that another agent run registered it.
+        """
+        found = detail or f'run id {run_id!r} is already registered by a different agent run'
         message = (
-            f'StepPersistence: run id {run_id!r} is already registered by a different agent run. '
+            f'StepPersistence: {found}. '
             'A run id names exactly one run: leave `run_id` unset (each run then gets its own id) '
-            'or pass a fresh one per run, and use `conversation_id=` to group runs.'
+            'or pass a fresh one per run (a retry of a failed run too), and use `conversation_id=` to group runs.'
         )
         super().__init__(message)
+        self.run_id = run_id
         self.message = message
         self.run_id = run_id
 

@@ -19,6 +19,7 @@ from ..stores import StepStore
 from ..text import SEARCH_TOOL_NAME
 from ._delta import diff_history, is_identity
 from ._guard import refuse_workflow_code
+from ._replayed import check_replayed
 from ._settled import snapshot_state
 
 __all__ = ('StepPersistence',)
@@ -233,7 +234,12 @@ class StepPersistence(AbstractCapability[Any]):
         """Durable unit: register the run if asked, then store the deltas; returns how many were new.
 
         Idempotent as a whole: a retry re-registers with the same token and re-sends deltas whose
-        indexes the store already holds, which it ignores.
+        indexes the store already holds, which it ignores once it has checked that they hold the
+        same content (`check_replayed`).
+
+        Raises:
+            RunIdConflictError: The run id is registered by another run, or holds other content
+                at a snapshot index this batch sends again.
         """
         refuse_workflow_code('save_steps')
         if batch.registration is not None:
@@ -241,7 +247,12 @@ class StepPersistence(AbstractCapability[Any]):
         if not batch.deltas:
             return 0
         # One store transaction for the whole batch: one commit (and fsync) rather than one per step.
-        return sum(await self.store.save_snapshots(batch.deltas))
+        taken = await self.store.save_snapshots(batch.deltas)
+        ignored = [delta for delta, new in zip(batch.deltas, taken, strict=True) if not new]
+        if ignored:
+            # A replay stores nothing new; a reused run id must not pass for one.
+            await check_replayed(self.store, ignored)
+        return sum(taken)
 
 
 @dataclass(frozen=True)
