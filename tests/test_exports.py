@@ -43,6 +43,7 @@ def test_all_is_pinned() -> None:
         'StepStore',
         'StoreConfigurationError',
         'StoreUnavailableError',
+        'ToolResultClearing',
         'WorkflowCodeIOError',
         'open_store',
         'update_index',

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         StoreUnavailableError,
         WorkflowCodeIOError,
     )
-    from .compaction import SlidingWindowCompaction
+    from .compaction import SlidingWindowCompaction, ToolResultClearing
     from .conversations import (
         ConversationStoreSource,
         CorruptConversationError,
@@ -79,6 +79,7 @@ __all__ = (
     'StepStore',
     'StoreConfigurationError',
     'StoreUnavailableError',
+    'ToolResultClearing',
     'WorkflowCodeIOError',
     'open_store',
     'update_index',
@@ -103,7 +104,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         'StoreUnavailableError',
         'WorkflowCodeIOError',
     ),
-    'compaction': ('SlidingWindowCompaction',),
+    'compaction': ('SlidingWindowCompaction', 'ToolResultClearing'),
     'conversations': (
         'ConversationStoreSource',
         'CorruptConversationError',

@@ -37,7 +37,7 @@ def assert_recovered(output: str, turns: int = 6) -> None:
         f'It writes to {DETAIL}',
         'tool call     check_export_job(job=',
         'persisted     3 snapshots (1, 3, 4 messages, all complete)',
-        'compaction    the window dropped 4 more messages from the context (4 so far)',
+        'compaction    the window dropped 6 more messages from the context (6 so far)',
         'The export path left the context with them.',
         f'search        {SEARCH_CALL}',
         "search result │ 3 matches for 'billing export s3' in",

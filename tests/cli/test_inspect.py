@@ -65,8 +65,8 @@ class TestRuns:
             ('support_demo', '2', '6'),
             ('support_demo', '2', '8'),
             ('support_demo', '2', '10'),
-            ('support_demo', '2', '8'),
-            ('support_demo', '3', '12'),
+            ('support_demo', '2', '6'),
+            ('support_demo', '3', '10'),
         ]
         assert lines[-1] == '6 runs'
 
@@ -121,7 +121,7 @@ class TestShow:
         self, populated: Populated, capsys: pytest.CaptureFixture[str]
     ) -> None:
         result = run_cli(capsys, ['show', '--store', populated.store, populated.support_runs[-1]])
-        assert 'record        12 messages' in result.out
+        assert 'record        10 messages' in result.out
         assert 'removed from this context window' not in result.out
 
     def test_json(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:

@@ -105,7 +105,8 @@ def example_e() -> Case:
 def example_e_with_our_marker() -> Case:
     u1, r1, q, a, u3 = user('u1'), reply('r1'), user('q'), reply('a'), user('u3')
     q2, a2 = user('q'), reply('a')
-    compacted = SlidingWindowCompaction(max_messages=2).compact([u1, r1, q, a, q2, a2])
+    window = SlidingWindowCompaction(max_messages=4, keep_messages=3, preserve_first_user_message=False)
+    compacted = window.compact([u1, r1, q, a, q2, a2])
     assert compacted is not None and len(compacted) == 3  # the marker (4 dropped), q2, a2
     return Case([[u1, r1, q, a], [*compacted, u3]], [u1, r1, q, a, q2, a2, u3])
 
@@ -171,7 +172,7 @@ def last_result_clamped_then_new_steps() -> Case:
 
 def receipts_and_markers_are_not_records() -> Case:
     u1, r1, u2, r2, u3 = user('u1'), reply('r1'), user('u2'), reply('r2'), user('u3')
-    marker = SlidingWindowCompaction(max_messages=2).compact([u1, r1, u2, r2])
+    marker = SlidingWindowCompaction(max_messages=2, preserve_first_user_message=False).compact([u1, r1, u2, r2])
     assert marker is not None
     return Case([[u1, r1, u2, r2], [*marker, u3], [receipt(), u2, r2, u3]], [u1, r1, u2, r2, u3])
 

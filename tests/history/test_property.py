@@ -116,7 +116,11 @@ class Run:
             self._window(max(amount, 1))
 
     def _window(self, max_messages: int) -> None:
-        compacted = SlidingWindowCompaction(max_messages=max_messages).compact([s.message for s in self.live])
+        # The marker standing alone (the preserved head is covered in tests/compaction).
+        window = SlidingWindowCompaction(
+            max_messages=max_messages + 1, keep_messages=max_messages, preserve_first_user_message=False
+        )
+        compacted = window.compact([s.message for s in self.live])
         if compacted is None:
             return
         by_identity = {id(s.message): s for s in self.live}

@@ -13,7 +13,7 @@ from pydantic_ai.tools import RunContext
 
 from durable_recall import InMemoryStepStore, RunIdConflictError, SlidingWindowCompaction, StepPersistence, StepStore
 from durable_recall.base._codec import dump_messages
-from durable_recall.compaction import is_compaction_marker
+from durable_recall.compaction import has_compaction_marker
 from tests._scripted import read_file, scripted_model
 from tests._services.stores import StoreKit
 
@@ -64,7 +64,7 @@ class TestThirtyStepConversation:
         persistence = RecordingPersistence(store)
         history = await converse(build_agent(persistence), turns=10)  # 10 turns x 3 requests = 30 steps
 
-        assert any(is_compaction_marker(m) for m in history), 'the window must have dropped something'
+        assert any(has_compaction_marker(m) for m in history), 'the window must have dropped something'
         read_back: list[tuple[str, list[str]]] = []
         for record in await store.list_runs(conversation_id='conv-1'):
             for snapshot in await store.list_snapshots(record.run_id, include_interrupted=True):

@@ -62,7 +62,8 @@ def build(store: SqliteStepStore, model: ScriptedSupportModel) -> Agent[None, st
         capabilities=[
             StepPersistence(store=store),
             ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
-            SlidingWindowCompaction(max_messages=10),
+            # The detail is in the first prompt, which the window keeps unless told not to.
+            SlidingWindowCompaction(max_messages=10, preserve_first_user_message=False),
         ],
     )
 

@@ -323,7 +323,7 @@ class TestToolParts:
 class TestNeverIndexed:
     def test_compaction_marker(self) -> None:
         history: list[m.ModelMessage] = [request(m.UserPromptPart(f'turn {n}')) for n in range(5)]
-        compacted = SlidingWindowCompaction(max_messages=2).compact(history)
+        compacted = SlidingWindowCompaction(max_messages=2, preserve_first_user_message=False).compact(history)
         assert compacted is not None
         marker = compacted[0]
         assert 'search_conversation_history' in str(marker.parts[0])

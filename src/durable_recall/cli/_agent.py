@@ -28,7 +28,9 @@ def build_agent(model: Model | str, store: StepStore, durability: AbstractCapabi
     capabilities: list[AbstractCapability[Any]] = [
         StepPersistence(store=store),
         ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
-        SlidingWindowCompaction(max_messages=WINDOW),
+        # A support chat, not a task: its opening message is not what every later turn needs, so the
+        # window may drop it (and the agent recalls it by search, which is what the demo shows).
+        SlidingWindowCompaction(max_messages=WINDOW, preserve_first_user_message=False),
     ]
     if durability is not None:
         capabilities.append(durability)

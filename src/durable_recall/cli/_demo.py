@@ -139,12 +139,13 @@ def _header(
         *field_lines(
             'agent',
             "StepPersistence + ConversationSearch(scope='conversation') + "
-            f'SlidingWindowCompaction(max_messages={WINDOW})',
+            f'SlidingWindowCompaction(max_messages={WINDOW}, preserve_first_user_message=False)',
             width,
         ),
         *field_lines(
             'story',
-            f'turn 1 gives the export path; the window keeps {WINDOW} messages, so compaction drops it; '
+            f'turn 1 gives the export path; past {WINDOW} messages the window cuts back to {WINDOW // 2}, so '
+            'compaction drops it; '
             f'turn {turns} asks for it back.',
             width,
         ),

@@ -43,7 +43,7 @@ DETAIL = 's3://acme-billing-exports/nightly/2026-11/'
 """What the first turn says, compaction later drops, and the last turn needs back verbatim."""
 
 WINDOW = 8
-"""`SlidingWindowCompaction(max_messages=...)`: small, so the first turn leaves the context early."""
+"""`SlidingWindowCompaction(max_messages=...)`, cutting back to half: small, so the first turn leaves early."""
 
 INSTRUCTIONS = (
     'You are a concise support engineer for Acme Cloud data pipelines. Answer in two or three sentences. '

@@ -2,49 +2,118 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
-from ..text import answered_call_id, compaction_marker_count, has_compaction_marker, marker_request, without_marker
+from ._cuts import cut_points, head_message, split_history
+from ._options import (
+    check_below,
+    check_bool,
+    check_fraction,
+    check_optional_count,
+    check_tokenizer,
+    check_window,
+    resolve_limit,
+)
+from ._size import Tokenizer, estimate_message, measure
 
 __all__ = ('SlidingWindowCompaction',)
 
 
 @dataclass
 class SlidingWindowCompaction(AbstractCapability[Any]):
-    """Drop the oldest messages once the history is longer than `max_messages`.
+    """Drop the oldest messages once the history crosses a trigger, down to a smaller target.
 
-    The cut never separates a tool call from its return: the kept window always starts at a
-    request that answers no tool call. When no such cut exists within the window, the window
-    grows back to the nearest one rather than send a provider an orphan tool return.
+    **Inside a run.** A cut falls between tool cycles, never between a call and its return, so a
+    single run's long tool loop compacts too. The kept history opens with a user turn: the run's
+    first prompt (with `preserve_first_user_message`, the default), carrying our marker.
 
-    The edit is persistent (the run's history itself shrinks), which is the case durable recall
-    exists for: pair it with `StepPersistence` (which snapshots before this runs) and
-    `ConversationSearch`, and the model can still fetch what was dropped.
+    **Hysteresis, for the prompt cache.** Once over a trigger it cuts down to the target
+    (`keep_messages`, `keep_tokens`), well below it, and then leaves the history alone until a
+    trigger is crossed again. Between two cuts every request extends the previous one, so a
+    provider's prompt cache keeps hitting; with a target at the trigger the head would change, and
+    the cache miss, on every request.
+
+    **Tokens.** The size of the history is the input and output tokens the provider reported for
+    the last response, plus an estimate (characters / 4, or `tokenizer`) of what came after it;
+    the whole history is estimated until a response reports usage. A cut's kept part is estimated,
+    in the same scale (see `durable_recall.compaction._size`).
+
+    **Recall.** The edit is persistent (the run's history itself shrinks). `StepPersistence`
+    snapshots before this runs, so the store keeps every dropped message and
+    `ConversationSearch` finds them; the marker tells the model so.
+
+    **Durable execution.** Pure: no clock, no I/O, no randomness; the same history gives the
+    same cut on every replay.
 
     Args:
-        max_messages: How many messages to keep, not counting the marker. At least 1.
-        marker: Put a request at the head of the history saying how many messages were dropped
-            and that search can recall them. It carries `COMPACTION_MARKER_KEY` metadata, so
-            search never indexes it.
+        max_messages: Trigger: compact when the history holds more messages than this (every
+            request and response counts, the preserved prompt included).
+        max_tokens: Trigger: compact when the history measures more tokens than this.
+        keep_messages: Target: after a cut, the history holds at most this many messages (or
+            the fewest a cut can leave: the newest tool cycle is never split). Must be below
+            `max_messages`. Default: half of `max_messages` when that is set.
+        keep_tokens: Target: after a cut, the history measures at most this many tokens. Must be
+            below `max_tokens`. Default: half the token trigger when one is set.
+        preserve_first_user_message: Keep the first user request (the task) at the head after
+            every cut. Without it, and without `marker`, a cut can only fall before a user prompt,
+            which a single run's tool loop does not have.
+        marker: Write a note into the head saying how many messages were dropped and that
+            `search_conversation_history` recalls them. It carries `COMPACTION_MARKER_KEY`
+            metadata, so search never indexes it, and the record rebuild uses its count.
+        max_fraction: Trigger: compact when the history measures more than this fraction of the
+            model's context window (pydantic-ai's `Model.context_window`, from the model's
+            profile or the genai-prices registry). Exclusive with `max_tokens`. When the window
+            is unknown and `context_window` is not given, this trigger stays off and a warning
+            says so once.
+        context_window: The window `max_fraction` is taken of, for a model pydantic-ai does not
+            know (or knows wrongly).
+        tokenizer: Counts a text's tokens, instead of the characters / 4 estimate.
+        id: The capability's id.
     """
 
-    max_messages: int = 40
-    marker: bool = True
+    max_messages: int | None = None
+    max_tokens: int | None = None
+    keep_messages: int | None = None
+    keep_tokens: int | None = None
     _: KW_ONLY
+    preserve_first_user_message: bool = True
+    marker: bool = True
+    max_fraction: float | None = None
+    context_window: int | None = None
+    tokenizer: Tokenizer | None = None
     id: str | None = 'sliding_window_compaction'
+    _warned_window: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_messages, bool) or not isinstance(self.max_messages, int) or self.max_messages < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f'max_messages must be an int of at least 1, got {self.max_messages!r}')
-        if not isinstance(self.marker, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f'marker must be a bool, got {self.marker!r}')
+        check_optional_count('max_messages', self.max_messages, 1)
+        check_optional_count('max_tokens', self.max_tokens, 1)
+        check_fraction('max_fraction', self.max_fraction)
+        check_optional_count('keep_messages', self.keep_messages, 0)
+        check_optional_count('keep_tokens', self.keep_tokens, 0)
+        check_window(self.context_window)
+        check_bool('preserve_first_user_message', self.preserve_first_user_message)
+        check_bool('marker', self.marker)
+        check_tokenizer(self.tokenizer)
+        if self.max_messages is None and self.max_tokens is None and self.max_fraction is None:
+            raise ValueError(
+                'SlidingWindowCompaction needs a trigger: set max_messages, max_tokens or max_fraction '
+                '(for example SlidingWindowCompaction(max_messages=40))'
+            )
+        if self.max_tokens is not None and self.max_fraction is not None:
+            raise ValueError(
+                f'set max_tokens or max_fraction, not both: got max_tokens={self.max_tokens!r} '
+                f'and max_fraction={self.max_fraction!r}'
+            )
+        check_below('keep_messages', self.keep_messages, 'max_messages', self.max_messages)
+        check_below('keep_tokens', self.keep_tokens, 'max_tokens', self.max_tokens)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -55,46 +124,71 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Compact the run's history in place before the request is sent."""
-        compacted = self.compact(ctx.messages)
+        window = None
+        if self.max_fraction is not None:
+            window = self.context_window or request_context.model.context_window
+            if window is None:
+                self._warn_unknown_window(request_context.model.model_name)
+        compacted = self.compact(ctx.messages, context_window=window)
         if compacted is not None:
             ctx.messages[:] = compacted
             request_context.messages = list(compacted)
         return request_context
 
-    def compact(self, messages: Sequence[ModelMessage]) -> list[ModelMessage] | None:
-        """The compacted history, or `None` when nothing needs dropping."""
-        body = list(messages)
-        already = 0
-        if body and has_compaction_marker(body[0]):
-            # Our earlier marker, alone or merged by core into the prompt that followed it.
-            head = body[0]
-            assert isinstance(head, ModelRequest)
-            already = compaction_marker_count(head)
-            rest = without_marker(head)
-            body = body[1:] if rest is None else [rest, *body[1:]]
-        if len(body) <= self.max_messages:
+    def compact(
+        self, messages: Sequence[ModelMessage], *, context_window: int | None = None
+    ) -> list[ModelMessage] | None:
+        """The compacted history, or `None` when no trigger is crossed or no cut is possible.
+
+        Args:
+            messages: The history about to be sent; its last message is the pending request.
+            context_window: The model's window, for `max_fraction`.
+        """
+        sizes = [estimate_message(message, self.tokenizer) for message in messages]
+        token_limit = resolve_limit(self.max_tokens, self.max_fraction, context_window)
+        tokens = measure(messages, sizes) if token_limit is not None or self.keep_tokens is not None else None
+        over_messages = self.max_messages is not None and len(messages) > self.max_messages
+        over_tokens = token_limit is not None and tokens is not None and tokens.total > token_limit
+        if not (over_messages or over_tokens):
             return None
-        cut = _safe_cut(body, len(body) - self.max_messages)
-        if cut is None or cut == 0:
+        split = split_history(messages, preserve=self.preserve_first_user_message)
+        needs_request = split.head is None and not self.marker
+        points = cut_points(split.body, needs_request=needs_request, after_prompt=split.head is not None)
+        if not points:
             return None
-        kept = body[cut:]
-        if not self.marker:
-            return kept
-        return [marker_request(cut + already), *kept]
+        keep_messages = self.keep_messages
+        if keep_messages is None and self.max_messages is not None:
+            keep_messages = self.max_messages // 2
+        keep_tokens = self.keep_tokens
+        if keep_tokens is None and token_limit is not None:
+            keep_tokens = token_limit // 2
+        overhead = tokens.overhead if tokens is not None else 0
+        kept_sizes = [0] * (len(split.body) + 1)  # kept_sizes[i]: the estimate of split.body[i:]
+        for index in range(len(split.body) - 1, -1, -1):
+            kept_sizes[index] = kept_sizes[index + 1] + estimate_message(split.body[index], self.tokenizer)
+        chosen = points[-1]
+        for point in points:
+            head = head_message(split.head, split.dropped + point, marker=self.marker)
+            head_count = 0 if head is None else 1
+            if keep_messages is not None and head_count + len(split.body) - point > keep_messages:
+                continue
+            if keep_tokens is not None:
+                head_tokens = 0 if head is None else estimate_message(head, self.tokenizer)
+                if overhead + head_tokens + kept_sizes[point] > keep_tokens:
+                    continue
+            chosen = point
+            break
+        head = head_message(split.head, split.dropped + chosen, marker=self.marker)
+        return [*([] if head is None else [head]), *split.body[chosen:]]
 
-
-def _safe_cut(messages: Sequence[ModelMessage], wanted: int) -> int | None:
-    """The cut nearest after `wanted` (else before it) where the window starts at a plain request."""
-    for cut in range(wanted, len(messages)):
-        if _starts_window(messages[cut]):
-            return cut
-    for cut in range(wanted - 1, 0, -1):
-        if _starts_window(messages[cut]):
-            return cut
-    return None
-
-
-def _starts_window(message: ModelMessage) -> bool:
-    if not isinstance(message, ModelRequest):
-        return False
-    return all(answered_call_id(part) is None for part in message.parts)
+    def _warn_unknown_window(self, model_name: str) -> None:
+        if self._warned_window:
+            return
+        self._warned_window = True
+        warnings.warn(
+            f'SlidingWindowCompaction(max_fraction={self.max_fraction!r}) cannot tell the context window of '
+            f'model {model_name!r}, so its max_fraction trigger is off: pass context_window=... (in tokens) '
+            "or set the model profile's context_window",
+            UserWarning,
+            stacklevel=3,
+        )

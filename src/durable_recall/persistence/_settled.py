@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelResponse, ToolCallPart
 
 from ..base import SnapshotState
 from ..text import answered_call_id
@@ -19,15 +19,21 @@ def snapshot_state(messages: Sequence[ModelMessage]) -> SnapshotState:
     snapshot is one a run could be resumed from.
     """
     open_calls: set[str] = set()
+    provider_compacted = False
     for message in messages:
         if isinstance(message, ModelResponse):
             open_calls.update(part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart))
+            # A provider's compaction item stands for the history it replaced, calls included: OpenAI's
+            # stateless compaction leaves the pending returns after it, and the provider accepts them.
+            provider_compacted = provider_compacted or any(
+                isinstance(part, CompactionPart) and part.provider_name is not None for part in message.parts
+            )
             continue
         for part in message.parts:
             call_id = answered_call_id(part)
             if call_id is None:
                 continue
-            if call_id not in open_calls:
+            if call_id not in open_calls and not provider_compacted:
                 return 'interrupted'
             open_calls.discard(call_id)
     return 'interrupted' if open_calls else 'complete'
