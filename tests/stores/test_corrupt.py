@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
 import pytest
 
+from durable_recall import SqliteStepStore
 from durable_recall.base import _errors
 from durable_recall.base._records import SnapshotDelta
 from tests._services.stores import StoreKit
@@ -26,6 +31,22 @@ TAMPERING = {
         'kind',
     ),
     'body-not-json': ("UPDATE {messages} SET body = 'garbage' WHERE run_id = ? AND seq = 3", 'JSON'),
+    'body-of-two-messages': (
+        'UPDATE {messages} SET body = \'{{"parts":[],"kind":"request"}},{{"parts":[],"kind":"request"}}\''
+        ' WHERE run_id = ? AND seq = 3',
+        'one is not a message',
+    ),
+}
+
+# What only SQLite's dynamic typing lets a damaged file hold (Postgres refuses it on write).
+SQLITE_TAMPERING = {
+    'body-not-utf8': (
+        "UPDATE dr_messages SET body = CAST(X'7B22FF22' AS TEXT) WHERE run_id = ? AND seq = 3",
+        'not UTF-8 text',
+    ),
+    'body-an-integer': ('UPDATE dr_messages SET body = 42 WHERE run_id = ? AND seq = 3', 'stored body is a int'),
+    'saved-at-a-blob': ("UPDATE dr_snapshots SET saved_at = X'00' WHERE run_id = ? AND idx = 1", 'saved_at is a bytes'),
+    'ranges-an-integer': ('UPDATE dr_snapshots SET ranges = 5 WHERE run_id = ? AND idx = 1', 'not a JSON list'),
 }
 
 
@@ -47,6 +68,47 @@ async def test_a_tampered_row_raises_naming_run_and_index(sql_kit: StoreKit, cas
         assert (caught.value.run_id, caught.value.index) == ('run-1', 1)
         assert reason in caught.value.reason
         assert "snapshot 1 of run 'run-1' is corrupt" in str(caught.value)
+
+
+@pytest.mark.parametrize('case', list(SQLITE_TAMPERING))
+async def test_a_mistyped_sqlite_value_raises_naming_the_run(tmp_path: Path, case: str) -> None:
+    store = SqliteStepStore(tmp_path / 'store.db')
+    await store.register_run(registration('run-1'))
+    await save_history(store, 'run-1', [messages(0, 1), messages(0, 1, 2, 3)])
+    sql, reason = SQLITE_TAMPERING[case]
+    with closing(sqlite3.connect(tmp_path / 'store.db')) as conn:
+        conn.execute(sql, ('run-1',))
+        conn.commit()
+    try:
+        for read in (store.list_snapshots('run-1'), store.latest_snapshot('run-1')):
+            with pytest.raises(_errors.CorruptSnapshotError, match=reason) as caught:
+                await read
+            assert caught.value.run_id == 'run-1'
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ('sql', 'reason'),
+    [
+        ("UPDATE dr_runs SET started_at = X'00' WHERE run_id = ?", 'started_at is a bytes'),
+        ("UPDATE dr_runs SET metadata = X'FF' WHERE run_id = ?", 'metadata is a bytes'),
+        ("UPDATE dr_runs SET agent_name = CAST(X'FF' AS TEXT) WHERE run_id = ?", 'not UTF-8 text'),
+    ],
+)
+async def test_a_mistyped_sqlite_run_row_raises_naming_the_run(tmp_path: Path, sql: str, reason: str) -> None:
+    store = SqliteStepStore(tmp_path / 'store.db')
+    await store.register_run(registration('run-1'))
+    with closing(sqlite3.connect(tmp_path / 'store.db')) as conn:
+        conn.execute(sql, ('run-1',))
+        conn.commit()
+    try:
+        for read in (store.get_run('run-1'), store.get_runs(['run-1'])):
+            with pytest.raises(_errors.CorruptRunError, match=reason) as caught:
+                await read
+            assert caught.value.run_id == 'run-1'
+    finally:
+        await store.aclose()
 
 
 async def test_extending_a_snapshot_with_corrupt_ranges_raises(sql_kit: StoreKit) -> None:

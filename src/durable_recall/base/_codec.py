@@ -108,6 +108,8 @@ def decode_body(stored: StoredBody) -> str:
     """
     if isinstance(stored, str):
         return stored
+    if not isinstance(stored, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise MessageDecodeError(f'stored body is a {type(stored).__name__}, not text or bytes')
     tag = stored[0] if stored else None
     if tag == _DEFLATE_TAG:
         try:
@@ -169,16 +171,27 @@ def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
         return []
     text = '[' + ','.join(bodies) + ']'
     try:
-        return ModelMessagesTypeAdapter.validate_json(text)
+        return _one_each(bodies, ModelMessagesTypeAdapter.validate_json(text))
     except ValidationError as error:
         if not _is_surrogate_error(error):
             raise MessageDecodeError(_first_error(error)) from error
     # pydantic-core's JSON parser refuses an escaped lone surrogate, which `dump_messages` writes
     # for text that has one; the standard library parses it, and validation gives the same result.
     try:
-        return ModelMessagesTypeAdapter.validate_python(json.loads(text))
+        return _one_each(bodies, ModelMessagesTypeAdapter.validate_python(json.loads(text)))
     except (ValueError, ValidationError) as error:
         raise MessageDecodeError(str(error)) from error
+
+
+def _one_each(bodies: Sequence[str], messages: list[ModelMessage]) -> list[ModelMessage]:
+    """The messages, if each body held exactly one (the bodies are parsed as one JSON array).
+
+    Raises:
+        MessageDecodeError: A body held more or less than one message (a damaged row).
+    """
+    if len(messages) != len(bodies):
+        raise MessageDecodeError(f'{len(bodies)} stored bodies hold {len(messages)} messages: one is not a message')
+    return messages
 
 
 def _is_surrogate_error(error: ValidationError) -> bool:

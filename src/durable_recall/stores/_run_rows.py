@@ -60,6 +60,10 @@ def run_record(
             started_at = parse_timestamp(started_at)
         except ValueError as error:
             raise _corrupt_run(run_id, f'started_at is not a timestamp ({error})') from error
+    elif not isinstance(started_at, datetime):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise _corrupt_run(run_id, f'started_at is a {type(started_at).__name__}, not a timestamp')
+    if not isinstance(metadata, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise _corrupt_run(run_id, f'metadata is a {type(metadata).__name__}, not JSON text')
     return RunRecord(
         run_id=run_id,
         conversation_id=conversation_id,

@@ -228,6 +228,10 @@ def _decode_state(row: SnapshotRow) -> SnapshotState:
 def _decode_saved_at(row: SnapshotRow) -> datetime:
     if isinstance(row.saved_at, datetime):
         return row.saved_at
+    if not isinstance(row.saved_at, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise CorruptSnapshotError(
+            row.run_id, row.index, f'saved_at is a {type(row.saved_at).__name__}, not a timestamp'
+        )
     try:
         return parse_timestamp(row.saved_at)
     except ValueError as error:

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
-from ...base import RunRecord, RunRegistration, Snapshot, SnapshotDelta, StoredBody
+from ...base import (
+    CorruptRunError,
+    CorruptSnapshotError,
+    RunRecord,
+    RunRegistration,
+    Snapshot,
+    SnapshotDelta,
+    StoredBody,
+)
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._run_rows import run_record
@@ -61,21 +70,24 @@ class SqliteStepStore:
         def read(conn: sqlite3.Connection) -> Any:
             return conn.execute(f'SELECT {_reads.RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', (run_id,)).fetchone()
 
-        return await self._db.read(read, lambda row: None if row is None else run_record(*row))
+        with _text_of_runs([run_id]):
+            return await self._db.read(read, lambda row: None if row is None else run_record(*row))
 
     async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
-        return await self._db.read(
-            lambda conn: _reads.run_rows(conn, run_ids),
-            lambda rows: {record.run_id: record for record in (run_record(*row) for row in rows)},
-        )
+        with _text_of_runs(run_ids):
+            return await self._db.read(
+                lambda conn: _reads.run_rows(conn, run_ids),
+                lambda rows: {record.run_id: record for record in (run_record(*row) for row in rows)},
+            )
 
     async def list_runs(
         self, *, conversation_id: str | None = None, parent_run_id: str | None = None
     ) -> list[RunRecord]:
-        return await self._db.read(
-            lambda conn: _reads.runs_listed(conn, conversation_id, parent_run_id),
-            lambda rows: [run_record(*row) for row in rows],
-        )
+        with _text_of_runs([]):
+            return await self._db.read(
+                lambda conn: _reads.runs_listed(conn, conversation_id, parent_run_id),
+                lambda rows: [run_record(*row) for row in rows],
+            )
 
     async def list_conversations(self) -> list[str]:
         def read(conn: sqlite3.Connection) -> list[str]:
@@ -109,7 +121,8 @@ class SqliteStepStore:
         def read(conn: sqlite3.Connection) -> tuple[list[SnapshotRow], dict[int, StoredBody | None]]:
             return _reads.snapshot_rows(conn, run_id, include_interrupted=include_interrupted, after=after)
 
-        return await self._db.read(read, lambda found: decode_snapshots(*found))
+        with _text_of_log(run_id):
+            return await self._db.read(read, lambda found: decode_snapshots(*found))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         def read(conn: sqlite3.Connection) -> tuple[SnapshotRow, dict[int, StoredBody | None]] | None:
@@ -119,7 +132,8 @@ class SqliteStepStore:
                     return None
                 return row, _reads.log_entries(conn, run_id, decode_ranges(run_id, row.index, row.ranges))
 
-        return await self._db.read(read, lambda found: None if found is None else decode_snapshot(*found))
+        with _text_of_log(run_id):
+            return await self._db.read(read, lambda found: None if found is None else decode_snapshot(*found))
 
     async def delete_conversation(self, conversation_id: str) -> int:
         return await self._db.call(lambda conn: _writes.delete_conversation(conn, conversation_id))
@@ -131,7 +145,8 @@ class SqliteStepStore:
             with transaction(conn, 'BEGIN'):
                 return _reads.log_numbers(conn, run_id, wanted)
 
-        return await self._db.read(read, lambda log: decode_log(run_id, log))
+        with _text_of_log(run_id):
+            return await self._db.read(read, lambda log: decode_log(run_id, log))
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
@@ -140,7 +155,10 @@ class SqliteStepStore:
             with transaction(conn, 'BEGIN'):
                 return _reads.logs(conn, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)])
 
-        return await self._db.read(read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()})
+        with _text_of_log(', '.join(asked)):
+            return await self._db.read(
+                read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
+            )
 
     def index_storage(self) -> SqliteIndex:
         return self._index
@@ -148,3 +166,30 @@ class SqliteStepStore:
     async def aclose(self) -> None:
         """Close the connection; a later call on the store opens a new one."""
         await self._db.close()
+
+
+_NOT_UTF8 = 'Could not decode to UTF-8'
+"""How Python's sqlite3 refuses a TEXT value that is not UTF-8 (it raises before any decoder sees it)."""
+
+
+@contextmanager
+def _text_of_log(run_id: str) -> Generator[None]:
+    """Name a stored text value that is not UTF-8 (a damaged body or row) as the run's corruption."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        if not str(error).startswith(_NOT_UTF8):
+            raise
+        raise CorruptSnapshotError(run_id, -1, f'a stored value is not UTF-8 text ({error})') from error
+
+
+@contextmanager
+def _text_of_runs(run_ids: Sequence[str]) -> Generator[None]:
+    """The same for run rows (the run is unknown when a listing hits it)."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        if not str(error).startswith(_NOT_UTF8):
+            raise
+        named = ', '.join(run_ids) or '(listed)'
+        raise CorruptRunError(named, f'a stored value is not UTF-8 text ({error})') from error
