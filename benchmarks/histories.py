@@ -44,7 +44,14 @@ from benchmarks._script import (
     response_for,
     scripted_agent_parts,
 )
-from durable_recall import RunRegistration, SlidingWindowCompaction, SnapshotDelta, StepPersistence, StepStore
+from durable_recall import (
+    RunRegistration,
+    SlidingWindowCompaction,
+    SnapshotDelta,
+    SnapshotHistorySource,
+    StepPersistence,
+    StepStore,
+)
 from durable_recall.base._codec import dump_messages
 from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history, is_identity
@@ -275,8 +282,14 @@ async def replay_with_agent(store: StepStore, conversation: Conversation, *, win
             usage_limits=UsageLimits(request_limit=None),
         )
         history = result.all_messages()
-        new = result.new_messages()
+    ingest.seconds = time.perf_counter() - started
+    # What each run produced, from the store: compaction inside a run shrinks the run's own
+    # history, so `result.new_messages()` no longer holds every message the run persisted.
+    source = SnapshotHistorySource(store)
+    for run in conversation.runs:
+        record = await source.run_history(run.run_id)
+        assert record is not None, f'run {run.run_id} was not persisted'
+        new = [message for message in record.messages if message.run_id == run.run_id]
         ingest.messages += len(new)
         ingest.history.extend(new)
-    ingest.seconds = time.perf_counter() - started
     return ingest

@@ -13,11 +13,13 @@ import durable_recall
 
 def test_all_is_pinned() -> None:
     assert sorted(durable_recall.__all__) == [
+        'ConversationSaved',
         'ConversationSearch',
         'ConversationStoreSource',
         'CorruptConversationError',
         'CorruptRunError',
         'CorruptSnapshotError',
+        'DurableConversationStore',
         'DurableRecallDeprecationWarning',
         'DurableRecallError',
         'HistorySource',
@@ -45,6 +47,7 @@ def test_all_is_pinned() -> None:
         'StoreUnavailableError',
         'ToolResultClearing',
         'WorkflowCodeIOError',
+        'idempotent_save',
         'open_store',
         'update_index',
     ]

@@ -37,10 +37,13 @@ if TYPE_CHECKING:
     )
     from .compaction import SlidingWindowCompaction, ToolResultClearing
     from .conversations import (
+        ConversationSaved,
         ConversationStoreSource,
         CorruptConversationError,
+        DurableConversationStore,
         PostgresConversationStore,
         SqliteConversationStore,
+        idempotent_save,
     )
     from .history import HistorySource, RunHistory
     from .index import update_index
@@ -49,11 +52,13 @@ if TYPE_CHECKING:
     from .stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore, open_store
 
 __all__ = (
+    'ConversationSaved',
     'ConversationSearch',
     'ConversationStoreSource',
     'CorruptConversationError',
     'CorruptRunError',
     'CorruptSnapshotError',
+    'DurableConversationStore',
     'DurableRecallDeprecationWarning',
     'DurableRecallError',
     'HistorySource',
@@ -81,6 +86,7 @@ __all__ = (
     'StoreUnavailableError',
     'ToolResultClearing',
     'WorkflowCodeIOError',
+    'idempotent_save',
     'open_store',
     'update_index',
 )
@@ -106,10 +112,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     'compaction': ('SlidingWindowCompaction', 'ToolResultClearing'),
     'conversations': (
+        'ConversationSaved',
         'ConversationStoreSource',
         'CorruptConversationError',
+        'DurableConversationStore',
         'PostgresConversationStore',
         'SqliteConversationStore',
+        'idempotent_save',
     ),
     'history': ('HistorySource', 'RunHistory'),
     'index': ('update_index',),

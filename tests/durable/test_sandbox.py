@@ -181,6 +181,7 @@ def test_public_names_are_pinned() -> None:
     assert sorted(durable_recall.temporal.__all__) == [
         'DurableRecallPlugin',
         'SANDBOX_PASSTHROUGH_MODULES',
+        'TemporalConversationStore',
         'dev_server_path',
         'with_durable_recall_passthrough',
     ]

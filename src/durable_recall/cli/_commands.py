@@ -15,7 +15,7 @@ from types import FrameType
 from typing import TextIO, TypeVar
 
 from ._errors import CliError
-from ._store import open_for_reading
+from ._store import OpenedConversations, open_for_reading
 
 __all__ = ('run_command',)
 
@@ -83,7 +83,13 @@ async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from ._demo import run_demo
 
         return await run_demo(args, out)
-    async with open_for_reading(args.store, schema=args.schema, connect_timeout=args.connect_timeout) as opened:
+    async with open_for_reading(
+        args.store, schema=args.schema, connect_timeout=args.connect_timeout, kind=args.kind
+    ) as opened:
+        if isinstance(opened, OpenedConversations):
+            from ._conversation_store import run_on_conversation_store
+
+            return await run_on_conversation_store(opened, args, out, err)
         if args.command == 'conversations':
             from ._inspect import list_conversations
 

@@ -23,7 +23,7 @@ from ._output import Progress, field_lines, human_time, iso_time, table, termina
 from ._reading import RunSummary, read_run, require_run
 from ._store import OpenedStore
 
-__all__ = ('list_conversations', 'list_runs', 'run_json', 'show_run')
+__all__ = ('count', 'list_conversations', 'list_runs', 'message_json', 'message_lines', 'run_json', 'show_run')
 
 _PROGRESS_THRESHOLD = 20
 """More runs than this, on a terminal, and reading them shows a progress bar."""
@@ -93,9 +93,9 @@ async def list_conversations(opened: OpenedStore, args: argparse.Namespace, out:
             for row in rows
         ]
         out.write('\n'.join(table(headers, body)) + '\n')
-        out.write(f'\n{_count(len(rows), "conversation")}, {_count(len(runs) - loose, "run")} in {opened.label}\n')
+        out.write(f'\n{count(len(rows), "conversation")}, {count(len(runs) - loose, "run")} in {opened.label}\n')
     if loose:
-        out.write(f'{_count(loose, "run")} without a conversation id (see `runs --all`)\n')
+        out.write(f'{count(loose, "run")} without a conversation id (see `runs --all`)\n')
     return 0
 
 
@@ -125,9 +125,9 @@ async def list_runs(opened: OpenedStore, args: argparse.Namespace, out: TextIO, 
         return 0
     out.write('\n'.join(_runs_table(runs, summaries, show_conversation=conversation_id is None)) + '\n')
     interrupted = sum(s.interrupted for s in summaries if isinstance(s, RunSummary))
-    footer = f'\n{_count(len(runs), "run")}'
+    footer = f'\n{count(len(runs), "run")}'
     if interrupted:
-        footer += f'; {_count(interrupted, "interrupted snapshot")} (left out of the records)'
+        footer += f'; {count(interrupted, "interrupted snapshot")} (left out of the records)'
     out.write(footer + '\n')
     for run, summary in zip(runs, summaries, strict=True):
         if isinstance(summary, str):
@@ -154,7 +154,7 @@ async def show_run(opened: OpenedStore, args: argparse.Namespace, out: TextIO) -
                     }
                     for s in summary.snapshots
                 ],
-                'record': [_message_json(position, message) for position, message in enumerate(summary.record)],
+                'record': [message_json(position, message) for position, message in enumerate(summary.record)],
             },
             out,
         )
@@ -175,7 +175,7 @@ async def show_run(opened: OpenedStore, args: argparse.Namespace, out: TextIO) -
         ),
         *field_lines(
             'record',
-            f'{_count(summary.record_size, "message")}, rebuilt from the complete snapshots '
+            f'{count(summary.record_size, "message")}, rebuilt from the complete snapshots '
             '(compaction markers left out); positions are the ones search results show',
             width,
             indent='',
@@ -184,7 +184,7 @@ async def show_run(opened: OpenedStore, args: argparse.Namespace, out: TextIO) -
     ]
     digits = len(str(max(summary.record_size - 1, 0)))
     for position, message in enumerate(summary.record):
-        lines.extend(_message_lines(position, message, width, digits=digits))
+        lines.extend(message_lines(position, message, width, digits=digits))
     out.write('\n'.join(lines) + '\n')
     return 0
 
@@ -219,7 +219,7 @@ def _runs_table(
     return table(headers, rows)
 
 
-def _message_json(position: int, message: ModelMessage) -> dict[str, Any]:
+def message_json(position: int, message: ModelMessage) -> dict[str, Any]:
     return {
         'position': position,
         'role': message_role(message),
@@ -229,7 +229,7 @@ def _message_json(position: int, message: ModelMessage) -> dict[str, Any]:
     }
 
 
-def _message_lines(position: int, message: ModelMessage, width: int, *, digits: int) -> list[str]:
+def message_lines(position: int, message: ModelMessage, width: int, *, digits: int) -> list[str]:
     head = f'{f"[{position}]":<{digits + 2}} {message_role(message):<9} {human_time(message.timestamp)}'
     lines = [head]
     for line in display_lines(message, (), skip_tools=_SHOW_ALL):
@@ -244,5 +244,5 @@ def _indented(text: str, width: int) -> list[str]:
     return ['    ' + line for line in wrapped]
 
 
-def _count(number: int, noun: str) -> str:
+def count(number: int, noun: str) -> str:
     return f'{number} {noun}' if number == 1 else f'{number} {noun}s'

@@ -23,7 +23,9 @@ __all__ = (
     'MAX_TURNS',
     'MIN_TURNS',
     'PROG',
+    'STORE_KINDS',
     'EngineName',
+    'StoreKind',
     'build_parser',
 )
 
@@ -32,6 +34,10 @@ PROG = 'durable-recall'
 EngineName: TypeAlias = Literal['temporal', 'dbos', 'none']
 ENGINES: tuple[EngineName, ...] = ('temporal', 'dbos', 'none')
 """Where the demo's agent can run (see `_engines`)."""
+
+StoreKind: TypeAlias = Literal['steps', 'conversations']
+STORE_KINDS: tuple[StoreKind, ...] = ('steps', 'conversations')
+"""What `--kind` picks: a step store (`dr_*` tables) or a conversation store (`drc_*` tables); see `_store`."""
 
 DEFAULT_STORE = 'durable-recall-demo.db'
 """The SQLite file the demo writes when given no `--store`."""
@@ -172,6 +178,15 @@ def _store_options() -> _Parser:
         help='a SQLite file (path or sqlite:///path.db) or a postgresql:// URL; never created by these commands',
     )
     group.add_argument('--schema', help='the Postgres schema holding the tables (default: the search path)')
+    group.add_argument(
+        '--kind',
+        choices=STORE_KINDS,
+        help=(
+            "which store to read: a step store's dr_* tables (StepPersistence) or a conversation store's drc_* "
+            'tables (SqliteConversationStore, PostgresConversationStore); default: the one the database holds, '
+            'steps when it holds both'
+        ),
+    )
     group.add_argument(
         '--connect-timeout',
         type=_number(float, minimum=0.5),

@@ -13,6 +13,7 @@ import argparse
 from datetime import datetime
 from typing import Any, TextIO
 
+from ..history import HistorySource
 from ..index import Bm25Params
 from ..search import SearchEngine, SearchRequest, SearchScope, SnapshotHistorySource
 from ..text import DEFAULT_SKIP_TOOLS
@@ -21,7 +22,7 @@ from ._matches import match_records
 from ._output import Progress, iso_time, write_json
 from ._store import OpenedStore
 
-__all__ = ('search_store',)
+__all__ = ('search_source', 'search_store')
 
 _PROGRESS_THRESHOLD = 20
 
@@ -51,9 +52,14 @@ class _CatchUpBar:
 
 async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Search the store as the tool would and print its answer (or, with `--json`, the answer and matches)."""
+    await _check_targets(opened, args.conversation, args.run)
+    return await search_source(SnapshotHistorySource(opened.store), opened.label, args, out, err)
+
+
+async def search_source(source: HistorySource, label: str, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Search `source` with the tool's engine and print the answer; shared by step and conversation stores."""
     scope: SearchScope = 'all' if args.all else 'conversation'
     conversation_id: str | None = args.conversation
-    await _check_targets(opened, conversation_id, args.run)
     request = SearchRequest(
         query=' '.join(args.query),
         run_id=args.run,
@@ -63,7 +69,7 @@ async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextI
         order=args.order,
     )
     engine = SearchEngine(
-        source=SnapshotHistorySource(opened.store),
+        source=source,
         params=Bm25Params(),
         max_matches=args.max_matches,
         context_lines=args.context_lines,
@@ -81,7 +87,7 @@ async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextI
         return 0
     matches = match_records(outcome, DEFAULT_SKIP_TOOLS)
     document: dict[str, Any] = {
-        'store': opened.label,
+        'store': label,
         'query': request.query,
         'scope': scope,
         'conversation_id': conversation_id,

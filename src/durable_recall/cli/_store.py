@@ -6,6 +6,13 @@ store. So before opening, this module checks that the SQLite file exists and hol
 tables (reading it read-only), or that the Postgres schema holds them (on one short-timeout
 connection, which also turns an unreachable server into a one-line error). The SQLite checks run
 before any layer of the library loads, so a mistyped path is reported without waiting for pydantic-ai.
+
+Which store: the same checks tell a step store (`StepPersistence`'s `dr_meta` table) from a
+conversation store (`SqliteConversationStore` / `PostgresConversationStore`, whose tables are `drc_*`,
+versioned in `drc_meta`). A database that holds only one is opened as that one; one that holds both
+(the stores can share a file or a schema) is opened as the step store, as before conversation stores
+existed, unless `--kind conversations` asks for the other. `--kind` naming a store the database does
+not hold is an error.
 """
 
 from __future__ import annotations
@@ -21,11 +28,13 @@ from urllib.request import pathname2url
 from ._errors import CliError, one_line
 
 if TYPE_CHECKING:
+    from ..conversations import PostgresConversationStore, SqliteConversationStore
     from ..stores import StepStore
 
-__all__ = ('OpenedStore', 'open_for_reading')
+__all__ = ('OpenedConversations', 'OpenedStore', 'open_for_reading')
 
 _META_TABLE = 'dr_meta'
+_CONVERSATION_META_TABLE = 'drc_meta'
 
 
 @dataclass(frozen=True)
@@ -36,14 +45,44 @@ class OpenedStore:
     label: str
 
 
+@dataclass(frozen=True)
+class OpenedConversations:
+    """A conversation store to read, and how to name it in messages (never with a password)."""
+
+    store: SqliteConversationStore | PostgresConversationStore
+    label: str
+
+
+def _pick(has_steps: bool, has_conversations: bool, kind: str | None, where: str) -> str:
+    """The kind of store to open, from the meta tables found and `--kind`."""
+    if kind is None:
+        if has_steps or has_conversations:
+            return 'steps' if has_steps else 'conversations'
+        return _missing(
+            where,
+            f'it has no {_META_TABLE} table (step store) or {_CONVERSATION_META_TABLE} table (conversation store)',
+        )
+    table = _META_TABLE if kind == 'steps' else _CONVERSATION_META_TABLE
+    if has_steps if kind == 'steps' else has_conversations:
+        return kind
+    return _missing(where, f'it has no {table} table (--kind {kind})')
+
+
+def _missing(where: str, why: str) -> str:
+    raise CliError(f'{where} is not a durable-recall store: {why}')
+
+
 @asynccontextmanager
-async def open_for_reading(spec: str, *, schema: str | None, connect_timeout: float) -> AsyncGenerator[OpenedStore]:
+async def open_for_reading(
+    spec: str, *, schema: str | None, connect_timeout: float, kind: str | None = None
+) -> AsyncGenerator[OpenedStore | OpenedConversations]:
     """The store `spec` names, checked to exist first; closed when the block ends.
 
     Args:
         spec: A SQLite path, `sqlite:///path.db`, or a `postgresql://` / `postgres://` URL.
         schema: The Postgres schema holding the tables (`None`: the search path).
         connect_timeout: Seconds to wait for a Postgres server.
+        kind: `'steps'` or `'conversations'` (`--kind`); `None` picks the one the database holds.
 
     Raises:
         CliError: The store does not exist, is not a durable-recall store, cannot be reached, or
@@ -55,7 +94,7 @@ async def open_for_reading(spec: str, *, schema: str | None, connect_timeout: fl
     scheme, separator, rest = text.partition('://')
     scheme = scheme.lower()
     if separator and scheme in ('postgresql', 'postgres'):
-        opened = await _postgres(text, schema, connect_timeout)
+        opened = await _postgres(text, schema, connect_timeout, kind)
     elif separator and scheme != 'sqlite':
         raise CliError(
             f'store URL scheme {scheme!r} is not supported: pass a SQLite path, sqlite:///path.db or postgresql://...'
@@ -65,14 +104,14 @@ async def open_for_reading(spec: str, *, schema: str | None, connect_timeout: fl
             raise CliError('--schema applies to Postgres stores only')
         if separator and (not rest.startswith('/') or rest == '/'):
             raise CliError(f'{text!r} names no SQLite file: write sqlite:///relative.db or sqlite:////absolute/path.db')
-        opened = _sqlite(Path(rest[1:] if separator else text).expanduser())
+        opened = _sqlite(Path(rest[1:] if separator else text).expanduser(), kind)
     try:
         yield opened
     finally:
         await opened.store.aclose()
 
 
-def _sqlite(path: Path) -> OpenedStore:
+def _sqlite(path: Path, kind: str | None) -> OpenedStore | OpenedConversations:
     if not path.exists():
         raise CliError(f'no store at {path}: the file does not exist (`durable-recall demo` creates one)')
     if not path.is_file():
@@ -80,19 +119,27 @@ def _sqlite(path: Path) -> OpenedStore:
     try:
         uri = f'file:{pathname2url(str(path.resolve()))}?mode=ro'
         with sqlite3.connect(uri, uri=True) as conn:
-            found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_META_TABLE,))
-            has_meta = found.fetchone() is not None
+            found = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                (_META_TABLE, _CONVERSATION_META_TABLE),
+            )
+            tables = {row[0] for row in found}
         conn.close()
     except sqlite3.Error as error:
         raise CliError(f'cannot read {path} as a SQLite database: {one_line(str(error))}') from error
-    if not has_meta:
-        raise CliError(f'{path} is not a durable-recall store: it has no {_META_TABLE} table')
+    picked = _pick(_META_TABLE in tables, _CONVERSATION_META_TABLE in tables, kind, str(path))
+    if picked == 'conversations':
+        from ..conversations import SqliteConversationStore
+
+        return OpenedConversations(SqliteConversationStore(path), str(path))
     from ..stores import SqliteStepStore
 
     return OpenedStore(SqliteStepStore(path), str(path))
 
 
-async def _postgres(url: str, schema: str | None, connect_timeout: float) -> OpenedStore:
+async def _postgres(
+    url: str, schema: str | None, connect_timeout: float, kind: str | None
+) -> OpenedStore | OpenedConversations:
     try:
         import psycopg
         import psycopg_pool  # noqa: F401  # pyright: ignore[reportUnusedImport]  # the store's pool
@@ -106,17 +153,31 @@ async def _postgres(url: str, schema: str | None, connect_timeout: float) -> Ope
 
     store = PostgresStepStore(url, schema=schema, connect_timeout=connect_timeout)  # checks the URL's form
     where = redact_url(url) + (f' (schema {schema!r})' if schema else '')
-    table = sql.Identifier(schema, _META_TABLE) if schema else sql.Identifier(_META_TABLE)
+    tables = [
+        sql.Identifier(schema, t) if schema else sql.Identifier(t) for t in (_META_TABLE, _CONVERSATION_META_TABLE)
+    ]
     try:
         conn = await psycopg.AsyncConnection.connect(
             url, autocommit=True, connect_timeout=max(2, round(connect_timeout))
         )
         async with conn:
-            cursor = await conn.execute('SELECT to_regclass(%s)', (table.as_string(conn),))
+            cursor = await conn.execute(
+                'SELECT to_regclass(%s), to_regclass(%s)', tuple(table.as_string(conn) for table in tables)
+            )
             row = await cursor.fetchone()
     except psycopg.Error as error:
         raise CliError(f'cannot reach Postgres at {where}: {one_line(str(error))}') from error
-    if row is None or row[0] is None:
+    has_steps, has_conversations = (row is not None and row[0] is not None), (row is not None and row[1] is not None)
+    if not (has_steps or has_conversations) and kind is None:
         hint = 'pass --schema if the tables live in another schema' if schema is None else 'check the schema name'
-        raise CliError(f'no durable-recall store in Postgres at {where}: table {_META_TABLE} is missing ({hint})')
+        raise CliError(
+            f'no durable-recall store in Postgres at {where}: table {_META_TABLE} is missing ({hint}), and so is '
+            f'{_CONVERSATION_META_TABLE} (a conversation store)'
+        )
+    if _pick(has_steps, has_conversations, kind, f'Postgres at {where}') == 'conversations':
+        from ..conversations import PostgresConversationStore
+
+        return OpenedConversations(
+            PostgresConversationStore(url, schema=schema, connect_timeout=connect_timeout), where
+        )
     return OpenedStore(store, where)

@@ -7,6 +7,10 @@ adds durable ones (`SqliteConversationStore`, `PostgresConversationStore`) that 
 with the step store, and `ConversationStoreSource`, which lets `ConversationSearch` recall what any
 conversation store holds, including what `limit` loads stopped sending long ago.
 
+For workflow code: `idempotent_save` (a save a retry recognises as its own) and
+`DurableConversationStore`, the engine-free base of `durable_recall.temporal.TemporalConversationStore`
+and `durable_recall.dbos.DBOSConversationStore`, whose `load` and `save` run as activities or steps.
+
 The Postgres store loads on first use, so importing this package (which Temporal's sandbox does for
 every workflow run) loads no driver.
 """
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._durable import DurableConversationStore, LoadConversation, LoadedConversation, SaveConversation
 from ._errors import CorruptConversationError
+from ._idempotent import ConversationSaved, idempotent_save, save_revision
 from ._source import ConversationStoreSource
 
 if TYPE_CHECKING:
@@ -23,10 +29,17 @@ if TYPE_CHECKING:
     from .sqlite import SqliteConversationStore
 
 __all__ = (
+    'ConversationSaved',
     'ConversationStoreSource',
     'CorruptConversationError',
+    'DurableConversationStore',
+    'LoadConversation',
+    'LoadedConversation',
     'PostgresConversationStore',
+    'SaveConversation',
     'SqliteConversationStore',
+    'idempotent_save',
+    'save_revision',
 )
 
 

@@ -1,4 +1,7 @@
-"""Temporal specifics: the worker plugin that lets workflow code import durable-recall as it is.
+"""Temporal specifics: the worker plugin, and a conversation store whose load and save are activities.
+
+`DurableRecallPlugin` lets workflow code import durable-recall as it is; `TemporalConversationStore`
+runs a conversation store's `load` and `save` as activities when workflow code calls them.
 
 Import this subpackage only where Temporal is used (a worker, a replayer, a client factory); the
 top-level `durable_recall` package never imports it, so importing the library loads no engine.
@@ -13,7 +16,14 @@ except ImportError as _import_error:  # pragma: no cover - exercised only withou
         'durable_recall.temporal needs the `temporalio` package: pip install "durable-recall[temporal]"'
     ) from _import_error
 
+from ._conversations import TemporalConversationStore
 from ._dev_server import dev_server_path
 from ._plugin import SANDBOX_PASSTHROUGH_MODULES, DurableRecallPlugin, with_durable_recall_passthrough
 
-__all__ = ('SANDBOX_PASSTHROUGH_MODULES', 'DurableRecallPlugin', 'dev_server_path', 'with_durable_recall_passthrough')
+__all__ = (
+    'SANDBOX_PASSTHROUGH_MODULES',
+    'DurableRecallPlugin',
+    'TemporalConversationStore',
+    'dev_server_path',
+    'with_durable_recall_passthrough',
+)
