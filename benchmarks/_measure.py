@@ -272,7 +272,8 @@ def count_snapshots(spec: StoreSpec, conversation_id: str) -> int:
 
 # --- ranking agreement -----------------------------------------------------------------------
 
-_BLOCK_HEAD = re.compile(r'^\[score: [-\d.]+ \| run: ([^\s\]]+)', re.MULTILINE)
+_BLOCK_HEAD = re.compile(r'^\[score: [-\d.]+ \|(?: [^|\]]+ \|)? run: ([^\s\]]+)', re.MULTILINE)
+# A block's header: `[score: 9.1 | 2026-01-12 17:00 UTC | run: <id> | ...]` (the date since the answer shows one).
 _HIT_LINE = re.compile(r'^>\[(\d+)\]', re.MULTILINE)
 
 

@@ -9,6 +9,8 @@ Workloads:
   small size, with curves of cost against conversation size and against other conversations.
 * `chat` (`benchmarks._chat_workload`): a chat app, one run per exchange inheriting the 20 most
   recent messages; the table, and where the store's bytes go table by table.
+* `recall` (`benchmarks._recall`): recall quality on a multi-session chat with known evidence
+  (`--size tiny|small`): evidence recall@5/@10 and any-hit, ours (per analyzer) and the reference.
 
 Every figure is measured in this run: latencies are medians (p50) and 95th percentiles, ratios
 are between figures of the same run. "Cold" is a fresh process: the time from opening the store
@@ -27,11 +29,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks import _chat_workload, _long_runs
+from benchmarks import _chat_workload, _long_runs, _recall
 from benchmarks._report import Report, describe, describe_rest
 from benchmarks._venv import CACHE
 
-WORKLOADS = ('long-runs', 'chat')
+WORKLOADS = ('long-runs', 'chat', 'recall')
 
 
 async def _main(args: argparse.Namespace) -> Report:
@@ -45,6 +47,16 @@ async def _main(args: argparse.Namespace) -> Report:
             return report
         # The long runs print their table before measuring the curves, which take a while.
         return await _long_runs.measure(args, work, setup)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+async def _recall_main(args: argparse.Namespace) -> str:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f'bench-recall-{args.size}-', dir=CACHE))
+    try:
+        return await _recall.measure_recall(args, work)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -74,6 +86,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--keep', action='store_true', help='keep the stores in benchmarks/.cache/')
     args = parser.parse_args(argv)
     began = time.perf_counter()
+    if args.workload == 'recall':
+        print(asyncio.run(_recall_main(args)), flush=True)
+        return
     report = asyncio.run(_main(args))
     report.setup['total_s'] = time.perf_counter() - began
     print(describe_rest(report))

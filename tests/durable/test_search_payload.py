@@ -102,7 +102,7 @@ async def test_a_huge_result_stays_within_the_budget(temporal_env: WorkflowEnvir
     everything = await unbounded._engine.search(
         SearchRequest(query='ZEBRA'), scope='conversation', conversation_id=conversation_id
     )
-    assert len(everything.encode()) > 5 * BUDGET
+    assert len(everything.encode()) > 4 * BUDGET  # overlapping windows merge, so each message shows once
 
     sizes = payload_sizes(run.history)
     search_input, search_result = sizes[SEARCH_ACTIVITY]

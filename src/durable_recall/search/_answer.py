@@ -9,10 +9,11 @@ cannot make the header ambiguous.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 
 from ..base import CorruptRunError, CorruptSnapshotError
 from ..text import display_lines
-from ._hits import Hit
+from ._hits import Doc, Hit, Line
 
 __all__ = (
     'SEPARATOR',
@@ -20,8 +21,11 @@ __all__ = (
     'empty_store',
     'blocks_fitting',
     'echo',
+    'fit',
     'format_blocks',
+    'note_for',
     'render_blocks',
+    'said_at',
     'no_conversation',
     'no_matches',
     'no_run',
@@ -86,31 +90,83 @@ def unreadable(problem: CorruptSnapshotError | CorruptRunError) -> str:
     return f'run {echo(problem.run_id)}, snapshot {problem.index} ({problem.reason})'
 
 
-def unreadable_note(problems: Sequence[str]) -> str:
-    """Runs that could not be read; named so that nothing is silently missing from the results."""
-    listed = '; '.join(problems)
-    return f'Warning: part of the persisted history could not be read and was not searched: {listed}.'
+def unreadable_note(problems: Sequence[str], max_bytes: int) -> str:
+    """Runs that could not be read; named so that nothing is silently missing from the results.
+
+    At most `max_bytes` of UTF-8 (at least the sentence and a count): past that, the rest are
+    counted, not named, so that a store with many unreadable runs cannot push the answer over its
+    budget or crowd the results out.
+    """
+    head = 'Warning: part of the persisted history could not be read and was not searched: '
+    named: list[str] = []
+    used = len(head.encode()) + 1
+    for index, problem in enumerate(problems):
+        rest = len(problems) - index - 1
+        tail = f'; and {rest} more' if rest else ''
+        cost = len(problem.encode()) + (2 if named else 0)
+        if used + cost + len(tail.encode()) > max_bytes:
+            break
+        named.append(problem)
+        used += cost
+    left = len(problems) - len(named)
+    if not named:
+        return f'Warning: {left} part(s) of the persisted history could not be read and were not searched.'
+    return head + '; '.join(named) + (f'; and {left} more' if left else '') + '.'
+
+
+NOTE_SHARE = 4
+"""The note naming unreadable runs takes at most a quarter of an answer's budget."""
+
+
+def note_for(problems: Sequence[str], max_result_bytes: int) -> str:
+    """The unreadable-runs note as appended to an answer (with its blank line), or `''` for none."""
+    if not problems:
+        return ''
+    return '\n\n' + unreadable_note(problems, max_result_bytes // NOTE_SHARE - 2)
+
+
+def fit(text: str, max_bytes: int) -> str:
+    """`text` cut to `max_bytes` of UTF-8 if it is longer (never inside a character)."""
+    data = text.encode()
+    if len(data) <= max_bytes:
+        return text
+    return data[: max(max_bytes - 4, 0)].decode(errors='ignore') + ' …'
 
 
 def render_blocks(
     hits: Sequence[Hit],
-    shown: set[tuple[int, int]],
+    shown: set[Doc],
     *,
     terms: Collection[str],
     rarity: Mapping[str, float],
-    context_lines: int,
     skip_tools: Collection[str],
 ) -> list[str]:
-    """One block per hit whose own message no earlier block showed (`shown` is updated)."""
+    """One block per hit whose own message no earlier block showed (`shown` is updated).
+
+    Overlapping windows merge: a message an earlier block showed is not repeated, so the budget
+    goes to messages not yet shown.
+    """
     blocks: list[str] = []
     for hit in hits:
         found = hit.candidate
         if (found.run_key, found.position) in shown:
             continue
-        window = found.window(context_lines)
-        shown.update((found.run_key, position) for position in window)
-        blocks.append(_block(hit, window, terms, rarity, skip_tools))
+        lines = [line for line in hit.lines if (line.run_key, line.position) not in shown]
+        shown.update((line.run_key, line.position) for line in lines)
+        blocks.append(_block(hit, lines, terms, rarity, skip_tools))
     return blocks
+
+
+def said_at(moment: float) -> str:
+    """A message's time as blocks show it: `2026-01-05 09:25 UTC` (minutes, always UTC).
+
+    One compact format everywhere, so that the model can resolve "yesterday" or "last week" in
+    the text against it and compare blocks.
+    """
+    try:
+        return datetime.fromtimestamp(moment, UTC).strftime('%Y-%m-%d %H:%M UTC')
+    except (OverflowError, OSError, ValueError):
+        return 'time unknown'
 
 
 def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> str:
@@ -137,23 +193,31 @@ def blocks_fitting(query: str, total: int, blocks: Sequence[str], *, count: int,
 
 def _block(
     hit: Hit,
-    window: range,
+    lines: Sequence[Line],
     terms: Collection[str],
     rarity: Mapping[str, float],
     skip_tools: Collection[str],
 ) -> str:
+    """A block: its header (score, when the hit was said, run, conversation), then its lines.
+
+    Lines of the hit's run follow the header, which names that run. A stretch of lines of another
+    run (a neighbouring exchange, in a conversation-scoped search), and the hit's run again after
+    one, opens with `(run: <id> | <when its first line was said>)`, so that positions (numbered
+    within their run) stay unambiguous.
+    """
     run = hit.run
     label = f'run: {run.run_id}' + (f' | conversation: {run.conversation_id}' if run.conversation_id else '')
-    lines = [f'[score: {hit.score:.1f} | {label}]']
-    for position in window:
-        message = hit.window.get(position)
-        if message is None:
-            continue  # a log entry gone since ranking (its run was deleted and registered again)
-        rendered = display_lines(message, terms, rarity=rarity, skip_tools=skip_tools)
-        marker = '>' if position == hit.position else ' '
-        lines.append(f'{marker}[{position}] {rendered[0]}')
-        lines.extend(f'     {line}' for line in rendered[1:])
-    return '\n'.join(lines)
+    out = [f'[score: {hit.score:.1f} | {said_at(hit.time)} | {label}]']
+    current = hit.candidate.run_key  # the header names it
+    for line in lines:
+        if line.run_key != current:
+            out.append(f'  (run: {line.run.run_id} | {said_at(line.time)})')
+        current = line.run_key
+        rendered = display_lines(line.message, terms, rarity=rarity, skip_tools=skip_tools)
+        own = line.run_key == hit.candidate.run_key and line.position == hit.position
+        out.append(f'{">" if own else " "}[{line.position}] {rendered[0]}')
+        out.extend(f'     {text}' for text in rendered[1:])
+    return '\n'.join(out)
 
 
 def _header(query: str, total: int, count: int) -> str:

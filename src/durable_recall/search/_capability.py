@@ -58,7 +58,9 @@ class ConversationSearch(AbstractCapability[Any]):
             store, for stores that hold one principal's history. Leaving it unset means
             `'conversation'` and warns once, so that the choice is made on purpose.
         max_matches: The most result blocks per call (at least 1).
-        context_lines: Messages shown before and after each match, within its run.
+        context_lines: Messages shown before and after each match: along the conversation (the
+            neighbouring runs, in order) with `scope='conversation'`, within the match's run for
+            `scope='all'` and for a `run_id` search.
         bm25_k1: BM25 term-frequency saturation (finite, at least 0).
         bm25_b: BM25 length normalisation (0 to 1).
         add_instructions: Tell the model in its instructions that the tool exists and when to use it.

@@ -8,7 +8,7 @@ the same shape (`SourceCorpus`). Ranking, filters, windows and rendering are the
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
 import anyio
@@ -17,7 +17,7 @@ from ..history import HistorySource
 from ..index import Bm25Params, Progress
 from . import _answer
 from ._corpus import Corpus, StoreCorpus
-from ._hits import Candidate, Hit
+from ._hits import Candidate, Doc, Hit
 from ._outcome import Outcome
 from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
@@ -45,7 +45,8 @@ class SearchEngine:
         source: Where history comes from.
         params: BM25 parameters.
         max_matches: The most result blocks per answer.
-        context_lines: Messages shown before and after each match, within its run.
+        context_lines: Messages shown before and after each match: along the conversation's record
+            in a conversation-scoped search, within the match's run otherwise (see `_windows`).
         max_result_bytes: The most UTF-8 bytes one answer may have.
         skip_tools: Tools whose calls and returns are shown as a placeholder (the search tool's own).
     """
@@ -110,7 +111,8 @@ class SearchEngine:
                 ranked = await ranker.rank(ask)
                 if ask.limit is None or len(ranked.candidates) < ask.limit:
                     break
-                if len(self._distinct(ranked.candidates)) >= self.max_matches:
+                window = await ranker.windows(self.context_lines)
+                if len(self._distinct(ranked.candidates, window)) >= self.max_matches:
                     break
                 ask = replace(ask, limit=ask.limit * 4)
             fixed: str | None = None
@@ -129,13 +131,15 @@ class SearchEngine:
                 times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
                 candidates = sorted(candidates, key=lambda found: times[id(found)], reverse=request.order == 'newest')
             outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity)
-            outcome = await self._shown(outcome, self._distinct(candidates))
+            window = await ranker.windows(self.context_lines)
+            chosen = self._distinct(candidates, window)
+            outcome = await self._shown(outcome, chosen, [window(found) for found in chosen])
             return replace(outcome, unreadable=self._unreadable())
 
     def _unreadable(self) -> list[str]:
         return [_answer.unreadable(problem) for problem in self._ranker.unreadable]
 
-    async def _shown(self, outcome: Outcome, chosen: list[Candidate]) -> Outcome:
+    async def _shown(self, outcome: Outcome, chosen: list[Candidate], windows: list[tuple[Doc, ...]]) -> Outcome:
         """The outcome with the windows of as many chosen hits as the answer has room for, read and rendered.
 
         A few kilobytes of tool output fill the answer after a few blocks; reading and decoding the
@@ -145,7 +149,7 @@ class SearchEngine:
         """
         # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
         notes = [_answer.unreadable(problem) for problem in self._ranker.unreadable]
-        note = f'\n\n{_answer.unreadable_note(notes)}' if notes else ''
+        note = _answer.note_for(notes, self.max_result_bytes)
         max_bytes = self.max_result_bytes - len(note.encode())
         loaded: list[Hit] = []
         blocks: list[str] = []
@@ -159,17 +163,12 @@ class SearchEngine:
                 room = max_bytes - sum(len(block.encode()) + len(_answer.SEPARATOR) for block in blocks)
                 end = start + max(int(room / mean), 0) + 1
             end = min(end, len(chosen))
-            batch = await self._ranker.load(chosen[start:end], self.context_lines)
+            batch = await self._ranker.load(chosen[start:end], windows[start:end])
             count -= (end - start) - len(batch)  # runs deleted since they were ranked
             start = end
             loaded += batch
             blocks += _answer.render_blocks(
-                batch,
-                shown,
-                terms=outcome.terms,
-                rarity=outcome.rarity,
-                context_lines=self.context_lines,
-                skip_tools=self.skip_tools,
+                batch, shown, terms=outcome.terms, rarity=outcome.rarity, skip_tools=self.skip_tools
             )
             fitting = _answer.blocks_fitting(outcome.query, outcome.total, blocks, count=count, max_bytes=max_bytes)
             if fitting < len(blocks):
@@ -178,9 +177,9 @@ class SearchEngine:
             return replace(outcome, fixed=_answer.no_matches(outcome.query, outcome.total))
         return replace(outcome, hits=loaded, blocks=blocks, count=count)
 
-    def _distinct(self, candidates: list[Candidate]) -> list[Candidate]:
+    def _distinct(self, candidates: list[Candidate], window: Callable[[Candidate], tuple[Doc, ...]]) -> list[Candidate]:
         """The first `max_matches` candidates whose own message no earlier one's window shows."""
-        shown: set[tuple[int, int]] = set()
+        shown: set[Doc] = set()
         chosen: list[Candidate] = []
         for found in candidates:
             if len(chosen) >= self.max_matches:
@@ -188,5 +187,5 @@ class SearchEngine:
             if (found.run_key, found.position) in shown:
                 continue
             chosen.append(found)
-            shown.update((found.run_key, position) for position in found.window(self.context_lines))
+            shown.update(window(found))
         return chosen

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic_ai.messages import ModelMessage
 
 from ..base import RunRecord
 
-__all__ = ('Candidate', 'Hit')
+__all__ = ('Candidate', 'Doc', 'Hit', 'Line')
+
+Doc = tuple[int, int]
+"""A document: `(run key, position)`."""
+
+
+class Line(NamedTuple):
+    """One message a block shows.
+
+    Attributes:
+        run: The record of the run whose position it is.
+        run_key: That run's key in the index.
+        position: Its position in that run's record (the number the block shows).
+        message: The message.
+        time: When it was said, as POSIX seconds (its run's start when it carries no time).
+    """
+
+    run: RunRecord
+    run_key: int
+    position: int
+    message: ModelMessage
+    time: float
 
 
 @dataclass(frozen=True)
@@ -45,12 +66,13 @@ class Hit:
     Attributes:
         candidate: What ranking found.
         run: The run's record.
-        window: The messages the block shows, by position (the hit's own among them).
+        lines: The messages of its window that still read, in order (the hit's own among them;
+            in a conversation-scoped search, some may be of neighbouring runs).
     """
 
     candidate: Candidate
     run: RunRecord
-    window: Mapping[int, ModelMessage]
+    lines: tuple[Line, ...]
 
     @property
     def position(self) -> int:
@@ -63,6 +85,17 @@ class Hit:
         return self.candidate.score
 
     @property
+    def own(self) -> Line:
+        """The line of the matching message."""
+        found = self.candidate
+        return next(line for line in self.lines if (line.run_key, line.position) == (found.run_key, found.position))
+
+    @property
     def message(self) -> ModelMessage:
         """The matching message."""
-        return self.window[self.candidate.position]
+        return self.own.message
+
+    @property
+    def time(self) -> float:
+        """When the matching message was said, as POSIX seconds."""
+        return self.own.time

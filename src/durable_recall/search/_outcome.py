@@ -40,8 +40,8 @@ class Outcome:
 
     def answer(self, max_result_bytes: int) -> str:
         """The text the model reads, within `max_result_bytes` of UTF-8."""
-        note = f'\n\n{_answer.unreadable_note(self.unreadable)}' if self.unreadable else ''
+        note = _answer.note_for(self.unreadable, max_result_bytes)
         if self.fixed is not None:
-            return self.fixed + note
+            return _answer.fit(self.fixed + note, max_result_bytes)
         max_bytes = max_result_bytes - len(note.encode())
         return _answer.format_blocks(self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes) + note

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pydantic_ai.messages import ModelMessage
-
-from ..base import CorruptRunError, CorruptSnapshotError, RunRecord
-from ..history import strip_artifacts
+from ..base import RunRecord
 from ..index import (
     ROLE_NAMES,
     Bm25Params,
@@ -41,8 +38,10 @@ from ..index import (
     top_scores,
 )
 from ._corpus import Corpus
-from ._hits import Candidate, Hit
+from ._hits import Candidate, Doc, Hit, Line
+from ._reads import Reader
 from ._request import Filters
+from ._windows import Layout, in_run_window
 
 __all__ = ('Ask', 'Ranked', 'Ranker')
 
@@ -72,6 +71,7 @@ class _Scope:
     length: int
     terms: OrderedDict[str, Postings] = field(default_factory=OrderedDict[str, Postings])
     runs: dict[int, _Run] = field(default_factory=dict[int, _Run])
+    layout: Layout | None = None
 
 
 class _Moved(Exception):
@@ -133,16 +133,20 @@ class Ranker:
         self._scopes: OrderedDict[object, _Scope] = OrderedDict()
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
-        self._shown: OrderedDict[tuple[str, str, int], ModelMessage] = OrderedDict()
-        self._max_shown = max_cached_messages
+        self._reader = Reader(corpus, max_cached_messages=max_cached_messages)
         self._ranked: _Scope | None = None
-        self.unreadable: list[Unreadable] = []
+        self._across: str | None = None
+        """The conversation whose record windows walk, for the last `rank` (`None`: windows stay in their run)."""
+
+    @property
+    def unreadable(self) -> list[Unreadable]:
         """What the last refresh and the reads since could not read (reset by `refresh`)."""
+        return self._reader.unreadable
 
     async def refresh(self, conversation_id: str | None, *, all_scopes: bool, progress: Progress | None = None) -> None:
         """Catch the scope's index up; what could not be read goes to `unreadable`."""
         status, problems = await self._corpus.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
-        self.unreadable = list(problems)
+        self._reader.unreadable = list(problems)
         key = _ALL if all_scopes else conversation_id
         cached = self._scopes.get(key)
         if cached is None or cached.generation != status.generation:
@@ -160,6 +164,8 @@ class Ranker:
         for _ in range(_RETRIES):
             try:
                 scope = self._ranked = self._scopes[_ALL if ask.all_scopes else ask.conversation_id]
+                across = ask.run_id is None and not ask.all_scopes
+                self._across = ask.conversation_id if across else None
                 return await self._rank(scope, ask)
             except _Moved:
                 await self.refresh(ask.conversation_id, all_scopes=ask.all_scopes)
@@ -228,48 +234,52 @@ class Ranker:
         times = {key: decode_floats(scope.runs[key].row.times) for key in {found.run_key for found in candidates}}
         return [times[found.run_key][found.position] for found in candidates]
 
-    async def load(self, candidates: Sequence[Candidate], context_lines: int) -> list[Hit]:
-        """The candidates as hits, with the messages their windows show.
+    async def windows(self, context_lines: int) -> Callable[[Candidate], tuple[Doc, ...]]:
+        """What a candidate's block shows: its documents in order (for the last `rank`; see `_windows`)."""
+        scope = self._ranked
+        assert scope is not None, 'rank first'
+        if self._across is None:
+            return lambda found: in_run_window(found, context_lines)
+        if scope.layout is None:
+            scope.layout = Layout(await self._corpus.storage.scope_runs(self._across, all_scopes=False))
+        layout = scope.layout
+        return lambda found: layout.window(found, context_lines)
+
+    async def load(self, candidates: Sequence[Candidate], windows: Sequence[tuple[Doc, ...]]) -> list[Hit]:
+        """The candidates as hits, with the messages of their windows (`windows`, one per candidate).
 
         A candidate whose run was deleted since, or whose own message no longer reads, is dropped
-        (the latter is named in `unreadable`).
+        (the latter is named in `unreadable`); a neighbour that no longer reads is left out.
         """
         scope = self._ranked
         assert scope is not None, 'rank first'
         wanted: dict[int, set[int]] = {}
-        for found in candidates:
-            wanted.setdefault(found.run_key, set()).update(found.window(context_lines))
-        shown = [scope.runs[key] for key in wanted]
-        await self._read_records([run for run in shown if run.record is None])
+        for window in windows:
+            for run_key, position in window:
+                wanted.setdefault(run_key, set()).add(position)
+        runs = await self._runs(scope, set(wanted))
+        unread = [run for run in runs.values() if run.record is None]
+        found_records = await self._reader.records([run.row.run_id for run in unread])
+        for run in unread:
+            run.record = found_records.get(run.row.run_id)
+        records = {key: run.record for key, run in runs.items() if run.record is not None}
         asked: list[tuple[RunRecord, dict[int, int]]] = []
-        for run in shown:
-            if run.record is not None:
-                seqs = decode_ints(run.row.seqs)
-                asked.append((run.record, {p: seqs[p] for p in wanted[run.row.run_key]}))
-        windows = dict(zip([record.run_id for record, _ in asked], await self._messages(asked), strict=True))
+        for key, record in records.items():
+            seqs = decode_ints(runs[key].row.seqs)
+            asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
+        read = dict(zip(records, await self._reader.messages(asked), strict=True))
+        times = {key: decode_floats(runs[key].row.times) for key in records}
         hits: list[Hit] = []
-        for found in candidates:
-            run = scope.runs[found.run_key]
-            window = windows.get(found.run_id, {})
-            if run.record is not None and found.position in window:
-                hits.append(Hit(found, run.record, window))
+        for found, window in zip(candidates, windows, strict=True):
+            if found.position not in read.get(found.run_key, {}):
+                continue  # its run is gone, or its own message does not read
+            lines = [
+                Line(records[key], key, position, read[key][position], times[key][position])
+                for key, position in window
+                if position in read.get(key, {})
+            ]
+            hits.append(Hit(found, records[found.run_key], tuple(lines)))
         return hits
-
-    async def _read_records(self, runs: list[_Run]) -> None:
-        """Read these runs' records (one read; run by run if a row does not read, which is then named)."""
-        if not runs:
-            return
-        try:
-            records = await self._corpus.get_runs([run.row.run_id for run in runs])
-        except CorruptRunError:
-            records: dict[str, RunRecord] = {}
-            for run in runs:
-                try:
-                    records.update(await self._corpus.get_runs([run.row.run_id]))
-                except CorruptRunError as error:
-                    self.unreadable.append(error)
-        for run in runs:
-            run.record = records.get(run.row.run_id)
 
     async def _run_by_id(self, scope: _Scope, run_id: str, conversation_id: str | None) -> _Run | None:
         """A run of the scope by id (`None` for a run outside it, unknown, unreadable or never indexed)."""
@@ -277,7 +287,7 @@ class Ranker:
         if row is None:
             return None
         run = _Run(row, array_length(row.lengths))
-        await self._read_records([run])
+        run.record = (await self._reader.records([run_id])).get(run_id)
         if run.record is None or (conversation_id is not None and run.record.conversation_id != conversation_id):
             return None
         scope.runs[row.run_key] = run
@@ -297,53 +307,8 @@ class Ranker:
         if first == 0 or run.record is None:
             return []
         seqs = decode_ints(run.row.seqs)
-        [messages] = await self._messages([(run.record, {p: seqs[p] for p in range(first)})])
+        [messages] = await self._reader.messages([(run.record, {p: seqs[p] for p in range(first)})])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
-
-    async def _messages(self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]]) -> list[dict[int, ModelMessage]]:
-        """Record messages by position, per run asked, from recent answers or one read of the corpus.
-
-        A warm process re-shows messages, so they are cached; keyed by the run's token too, since a
-        deleted run id registered again reuses log numbers.
-        """
-        cache = self._shown
-        unread: dict[str, list[int]] = {}
-        for run, seqs in asked:
-            missing = [seq for seq in seqs.values() if (run.run_id, run.token, seq) not in cache]
-            if missing:
-                unread.setdefault(run.run_id, []).extend(missing)
-        if unread:
-            tokens = {run.run_id: run.token for run, _ in asked}
-            for run_id, found in (await self._read_logs(unread)).items():
-                for seq, message in found.items():
-                    cache[run_id, tokens[run_id], seq] = strip_artifacts(message) or message
-        out: list[dict[int, ModelMessage]] = []
-        for run, seqs in asked:
-            messages: dict[int, ModelMessage] = {}
-            for position, seq in seqs.items():
-                key = (run.run_id, run.token, seq)
-                message = cache.get(key)
-                if message is not None:
-                    cache.move_to_end(key)
-                    messages[position] = message
-            out.append(messages)
-        while len(cache) > self._max_shown:
-            cache.popitem(last=False)
-        return out
-
-    async def _read_logs(self, wanted: dict[str, list[int]]) -> dict[str, dict[int, ModelMessage]]:
-        """Log entries in one read; run by run if a body does not decode (that run is then named, not shown)."""
-        try:
-            return await self._corpus.read_logs(wanted)
-        except CorruptSnapshotError:
-            pass
-        out: dict[str, dict[int, ModelMessage]] = {}
-        for run_id, seqs in wanted.items():
-            try:
-                out.update(await self._corpus.read_logs({run_id: seqs}))
-            except CorruptSnapshotError as error:
-                self.unreadable.append(error)
-        return out
 
     async def _postings(
         self, scope: _Scope, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool

@@ -57,6 +57,13 @@ per-position arrays narrow, byte-shuffled and deflated (`durable_recall.index._l
 fold state keeps no content hashes (`durable_recall.history.FoldState`), which on a chat app's
 workload took a third of the store.
 
+Version 7 rebuilds the index (`INDEX_VERSION` 4) for the analyzer (`durable_recall.text._analyzer`):
+terms are now stemmed (Snowball English) and Latin accents folded, identifiers kept exact. It also
+records the analyzer's name in `dr_meta` under `index_analyzer` (`ANALYZER_ROW`), so that which
+analyzer built an index is data, not an assumption: a release with another analyzer ships a
+migration that rebuilds the index and writes its own name, and a release older than the database
+refuses it (`check_version`) instead of searching an index its analyzer did not build.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

@@ -10,7 +10,15 @@ from typing import LiteralString
 
 from ._ref_ranges import REF_RANGES
 
-__all__ = ('POSTGRES_META', 'POSTGRES_MIGRATIONS')
+__all__ = ('ANALYZER_ROW', 'POSTGRES_META', 'POSTGRES_MIGRATIONS')
+
+ANALYZER_ROW: LiteralString = (
+    "INSERT INTO {meta} (key, value) VALUES ('index_analyzer', 'durable-recall/1 snowball:english fold:latin')"
+    ' ON CONFLICT (key) DO UPDATE SET value = excluded.value'
+)
+"""Records which analyzer built the index (`durable_recall.text.ANALYZER_NAME`; a test checks they agree).
+
+A migration that rebuilds the index for a new analyzer writes the new name the same way."""
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
 """Created before the version is read: it is where the version lives."""
@@ -148,5 +156,20 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
         ' GROUP BY r.run_id, r.conversation_id',
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
+    ),
+    (
+        # Version 7: the analyzer stems and folds accents (`INDEX_VERSION` 4): rebuild the index,
+        # and record which analyzer builds it.
+        'DELETE FROM {index_postings}',
+        'DELETE FROM {index_hashes}',
+        'DELETE FROM {index_runs}',
+        'DELETE FROM {index_scopes}',
+        'DELETE FROM {pending}',
+        'INSERT INTO {pending} (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
+        ANALYZER_ROW,
     ),
 )

@@ -6,7 +6,15 @@ from typing import LiteralString
 
 from ._ref_ranges import REF_RANGES
 
-__all__ = ('SQLITE_META', 'SQLITE_MIGRATIONS')
+__all__ = ('ANALYZER_ROW', 'SQLITE_META', 'SQLITE_MIGRATIONS')
+
+ANALYZER_ROW: LiteralString = (
+    "INSERT INTO dr_meta (key, value) VALUES ('index_analyzer', 'durable-recall/1 snowball:english fold:latin')"
+    ' ON CONFLICT (key) DO UPDATE SET value = excluded.value'
+)
+"""Records which analyzer built the index (`durable_recall.text.ANALYZER_NAME`; a test checks they agree).
+
+A migration that rebuilds the index for a new analyzer writes the new name the same way."""
 
 SQLITE_META: LiteralString = (
     'CREATE TABLE IF NOT EXISTS dr_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID'
@@ -152,5 +160,20 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
         ' GROUP BY r.run_id, r.conversation_id',
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
+    (
+        # Version 7: the analyzer stems and folds accents (`INDEX_VERSION` 4): rebuild the index,
+        # and record which analyzer builds it.
+        'DELETE FROM dr_index_postings',
+        'DELETE FROM dr_index_hashes',
+        'DELETE FROM dr_index_runs',
+        'DELETE FROM dr_index_scopes',
+        'DELETE FROM dr_pending',
+        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+        ' GROUP BY r.run_id, r.conversation_id',
+        "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+        ANALYZER_ROW,
     ),
 )

@@ -1,6 +1,7 @@
 """Text layer (the analyzer): what of a message is indexed and shown, its role, and what a term is.
 
-`tokenize` defines a term; `index_text` what of a message is searchable; `display_lines` with
+`tokenize` defines a term (words found, normalised, then analysed: stemmed, accents folded);
+`index_text` what of a message is searchable; `display_lines` with
 `clip` how a match is shown; `message_role` the role the tool filters by. The compaction artifacts
 that indexing and the record rebuild leave out (the sliding window's marker, the harness's
 summaries and receipts) are recognised here, below both.
@@ -9,6 +10,7 @@ summaries and receipts) are recognised here, below both.
 from __future__ import annotations
 
 from .._vocabulary import SEARCH_TOOL_NAME
+from ._analyzer import ANALYZER_NAME, ANALYZERS, DEFAULT_ANALYZER, analyzer_name
 from ._artifacts import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
     HARNESS_RECEIPT_TAG,
@@ -32,6 +34,9 @@ from ._roles import ROLES, Role, message_role, message_time
 from ._tokenize import Token, iter_tokens, tokenize
 
 __all__ = (
+    'ANALYZERS',
+    'ANALYZER_NAME',
+    'DEFAULT_ANALYZER',
     'COMPACTION_MARKER_KEY',
     'DEFAULT_SKIP_TOOLS',
     'ELLIPSIS',
@@ -45,6 +50,7 @@ __all__ = (
     'TEXT_LIMIT',
     'Role',
     'Token',
+    'analyzer_name',
     'answered_call_id',
     'clip',
     'compaction_marker_count',

@@ -2,9 +2,9 @@
 
 A term is what a word of the text becomes after Unicode NFKC normalisation and casefolding, so
 `STRASSE` finds `straße`, a full-width `ＡＢＣ` finds `abc`, `İstanbul` finds `istanbul`, and an
-accent typed as a combining mark finds the precomposed letter. Accents themselves are kept
-(`école` is not `ecole`): folding marks away would also strip the vowel signs of Indic and Thai
-text, where they are the word.
+accent typed as a combining mark finds the precomposed letter; then the analyzer (`_analyzer`)
+folds accents on Latin letters (`école` is `ecole`) and stems Latin-script words (`visited` is
+`visit`), leaving words with digits or underscores exact.
 
 Words are runs of letters, digits, underscores and combining marks: `snake_case` is one term,
 `file.py` is two. Scripts written without spaces between words get overlapping character bigrams
@@ -25,6 +25,8 @@ import unicodedata
 from collections.abc import Iterator
 from functools import cache, lru_cache
 from typing import NamedTuple
+
+from ._analyzer import analyze_word, on_change
 
 __all__ = ('Token', 'iter_tokens', 'tokenize')
 
@@ -117,13 +119,13 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
 def tokenize(text: str) -> list[str]:
     """The terms of `text`, in order, with repeats: what a document is indexed by and a query asks for."""
     if text.isascii():
-        # The common case, at C speed: ASCII has nothing to normalise and no unspaced script.
-        return _ASCII_WORD.findall(text.lower())
+        # The common case: ASCII has nothing to normalise and no unspaced script.
+        return [analyze_word(word) for word in _ASCII_WORD.findall(text.lower())]
     runs, _, _ = _patterns()
     terms: list[str] = []
     for run in runs.findall(text):
         if run.isascii():
-            terms.append(run.lower())
+            terms.append(analyze_word(run.lower()))
         else:
             terms.extend(term for term, _, _ in _run_terms(run))
     return terms
@@ -137,7 +139,7 @@ def iter_tokens(text: str) -> Iterator[Token]:
         base = match.start()
         if run.isascii():
             # Letters, digits and underscores only: one word, and lower-casing is the whole fold.
-            yield Token(run.lower(), base, match.end())
+            yield Token(analyze_word(run.lower()), base, match.end())
         else:
             for term, start, end in _run_terms(run):
                 yield Token(term, base + start, base + end)
@@ -151,6 +153,9 @@ def _run_terms(run: str) -> tuple[tuple[str, int, int], ...]:
     nothing.
     """
     return tuple(_normalised_run_terms(run))
+
+
+on_change(_run_terms.cache_clear)
 
 
 def _normalised_run_terms(run: str) -> Iterator[tuple[str, int, int]]:
@@ -214,7 +219,9 @@ def _terms(normalised: str) -> Iterator[tuple[str, int, int]]:
     _, _, terms = _patterns()
     for match in terms.finditer(normalised):
         start, end = match.span()
-        if match.lastgroup == 'word' or end - start == 1:
+        if match.lastgroup == 'word':
+            yield analyze_word(match.group()), start, end
+        elif end - start == 1:
             yield match.group(), start, end
         else:
             for index in range(start, end - 1):

@@ -1,0 +1,70 @@
+"""Which messages a block shows around its hit: within the hit's run, or along the conversation's record.
+
+A chat app runs the agent once per exchange, so a run holds one prompt and one reply (after the
+history it inherited, which is indexed under the runs that said it). Context that stayed inside
+the hit's run would show nothing but the hit's own exchange. In a conversation-scoped search the
+window therefore walks the *conversation's record*: each run's own positions (from its `first`
+on), runs in corpus order (oldest first, ties by run id), as `scope_runs` lists them. The
+messages before and after a hit are then what was said before and after it, across runs.
+
+Rules:
+
+* only a conversation-scoped search walks across runs, and only through runs of that conversation
+  (the listing is the scope's own): context never reaches another conversation;
+* a `run_id` search and a store-wide search keep each window inside its run, as the positions a
+  `run_id` search shows are that run's;
+* overlapping windows merge: a message is shown once, in the first block that reaches it (see
+  `_answer.render_blocks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..index import IndexedRunRow, array_length
+from ._hits import Candidate, Doc
+
+__all__ = ('Layout', 'in_run_window')
+
+
+def in_run_window(found: Candidate, context_lines: int) -> tuple[Doc, ...]:
+    """The documents around a candidate within its own run (from the run's `first` on)."""
+    return tuple((found.run_key, position) for position in found.window(context_lines))
+
+
+class Layout:
+    """A conversation's record as spans of its runs' own positions, in corpus order."""
+
+    def __init__(self, rows: Sequence[IndexedRunRow]) -> None:
+        self._spans = [(row.run_key, row.first, array_length(row.lengths)) for row in rows]
+        self._index = {run_key: index for index, (run_key, _, _) in enumerate(self._spans)}
+
+    def window(self, found: Candidate, context_lines: int) -> tuple[Doc, ...]:
+        """`context_lines` documents before the candidate and after it along the record, in order.
+
+        A candidate whose run the listing does not hold (indexed after it was read) keeps to its run.
+        """
+        index = self._index.get(found.run_key)
+        if index is None:
+            return in_run_window(found, context_lines)
+        before: list[Doc] = []
+        after: list[Doc] = []
+        for span in range(index, -1, -1):
+            run_key, first, size = self._spans[span]
+            top = found.position - 1 if span == index else size - 1
+            for position in range(top, first - 1, -1):
+                if len(before) >= context_lines:
+                    break
+                before.append((run_key, position))
+            if len(before) >= context_lines:
+                break
+        for span in range(index, len(self._spans)):
+            run_key, first, size = self._spans[span]
+            bottom = found.position + 1 if span == index else first
+            for position in range(bottom, size):
+                if len(after) >= context_lines:
+                    break
+                after.append((run_key, position))
+            if len(after) >= context_lines:
+                break
+        return (*reversed(before), (found.run_key, found.position), *after)
