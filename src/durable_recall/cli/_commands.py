@@ -102,6 +102,10 @@ async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             from ._inspect import show_run
 
             return await show_run(opened, args, out)
+        if args.command == 'check':
+            from ._check import check_store
+
+            return await check_store(opened, args, out, err)
         if args.command == 'index':
             from ._index import index_store
 

@@ -48,7 +48,10 @@ async def run_on_conversation_store(
         source = ConversationStoreSource(opened.store)
         await _check_targets(opened, source, args.conversation, args.run)
         return await search_source(source, opened.label, args, out, err)
-    what = 'lists runs and their snapshots' if args.command == 'runs' else 'updates the persistent search index'
+    what = {
+        'runs': 'lists runs and their snapshots',
+        'check': "verifies a step store's snapshots, message log and search index",
+    }.get(args.command, 'updates the persistent search index')
     raise CliError(
         f'{opened.label} is a conversation store (drc_* tables): `{args.command}` {what}, which only a step store '
         'has. Use `conversations`, `show CONVERSATION_ID` and `search`; pass --kind steps if the database also '

@@ -124,6 +124,25 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _scope(index, what='index')
+    check = commands.add_parser(
+        'check',
+        parents=[store],
+        help='verify every stored message, snapshot and the search index; exit 1 on a problem',
+        description=(
+            'Read back everything the step store holds: every run, every snapshot (interrupted ones included), '
+            'every message body (each carries a checksum) and the search index, which is compared with a fresh '
+            'catch-up of the snapshots. Prints one line per problem (run, snapshot, what) and a summary; exits 1 '
+            'when it finds any. Reads only, unless --rebuild-index.'
+        ),
+    )
+    check.add_argument(
+        '--rebuild-index',
+        action='store_true',
+        help=(
+            'first empty the search index and rebuild it from the snapshots (the repair for a damaged index; '
+            'searches would otherwise rebuild it run by run)'
+        ),
+    )
     return parser
 
 

@@ -60,10 +60,16 @@ def _check_real(name: str, value: object) -> None:
 
 
 def idf(n_docs: int, df: int) -> float:
-    """Inverse document frequency of a term found in `df` of `n_docs` documents (0 when `df` is 0)."""
+    """Inverse document frequency of a term found in `df` of `n_docs` documents (0 when `df` is 0).
+
+    Also 0 for counts no index can hold (`n_docs` below -0.5, which only a damaged index gives):
+    the logarithm would raise a math domain error out of a search. The ranker names such damage
+    in its answer; this keeps the arithmetic total whatever it is handed.
+    """
     if df <= 0:
         return 0.0
-    return math.log((n_docs - df + 0.5) / (df + 0.5) + 1)
+    ratio = (n_docs - df + 0.5) / (df + 0.5) + 1
+    return math.log(ratio) if ratio > 0 else 0.0
 
 
 def score_term(tf: int, dl: int, avgdl: float, idf: float, params: Bm25Params) -> float:

@@ -186,6 +186,26 @@ class IndexStorage(Protocol):
         """Which of `hashes` a run of the conversation other than `exclude_run_id` holds."""
         ...
 
+    async def terms(self, conversation_id: str | None, *, all_scopes: bool) -> list[str]:
+        """Every term that has postings in the scope, sorted.
+
+        Searches never need it (they look terms up); a consistency check (`durable-recall check`)
+        does, to find postings of terms that a fresh catch-up would not write at all.
+        """
+        ...
+
+    async def rebuild(self) -> int:
+        """Empty the index and mark every run that holds snapshots pending, in one transaction.
+
+        What a schema migration that changes the index's format does, on demand: the next catch-up
+        (a search, `update_index`) rebuilds the index from the snapshots, which are the truth. This
+        is the repair for an index found damaged (`durable-recall check --rebuild-index`).
+
+        Returns:
+            How many runs were marked pending.
+        """
+        ...
+
     async def commit(self, change: RunCommit) -> None:
         """Apply one run's catch-up in one transaction.
 

@@ -1,5 +1,10 @@
 """Ranking from an index: statistics and postings, never records; then reading back only what is shown.
 
+A damaged index (statistics out of range, postings or run arrays that do not decode or name
+positions a run does not have) never makes a search raise: what is damaged is left out, the
+answer names it and says how to repair it (`durable-recall check --rebuild-index`), as it names
+a snapshot that does not read.
+
 A search first refreshes its scope (one status read when nothing is pending; otherwise the pending
 runs are caught up). It then reads the postings of the query's terms, which carry each document's
 length, and scores them by BM25 over exactly the scope's documents. Only the runs and messages an
@@ -17,7 +22,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..base import RunRecord
+from ..base import DurableRecallError, RunRecord
 from ..index import (
     ROLE_NAMES,
     Bm25Params,
@@ -26,7 +31,6 @@ from ..index import (
     Postings,
     Progress,
     Unreadable,
-    array_length,
     decode_chunk,
     decode_floats,
     decode_ints,
@@ -38,6 +42,7 @@ from ..index import (
     top_scores,
 )
 from ._corpus import Corpus
+from ._damage import DAMAGE, note_damage, recount, size_of, time_at, times_of
 from ._hits import Candidate, Doc, Hit, Line
 from ._reads import Reader
 from ._request import Filters
@@ -150,17 +155,27 @@ class Ranker:
         key = _ALL if all_scopes else conversation_id
         cached = self._scopes.get(key)
         if cached is None or cached.generation != status.generation:
-            self._scopes[key] = _Scope(status.generation, status.docs, status.length)
+            docs, length = status.docs, status.length
+            if docs < 0 or length < 0:
+                docs, length = await recount(self._corpus.storage, conversation_id, all_scopes=all_scopes)
+                self._damaged(f'its statistics are out of range ({status.docs} documents, length {status.length})')
+            self._scopes[key] = _Scope(status.generation, docs, length)
         self._scopes.move_to_end(key)
         while len(self._scopes) > self._max_scopes:
             self._scopes.popitem(last=False)
+
+    def _damaged(self, what: str) -> None:
+        """Name damage to the index in the answer (once), with the repair."""
+        note_damage(self._reader.unreadable, what)
 
     async def rank(self, ask: Ask) -> Ranked:
         """Exact BM25 over the scope's documents (or one run's whole record, for `ask.run_id`).
 
         Call `refresh` first. With `ask.limit`, only the best `limit` candidates are returned (ties
-        broken by corpus order, as in the full ranking).
+        broken by corpus order, as in the full ranking). An index too damaged to rank from gives no
+        candidates, and the damage is named in `unreadable`.
         """
+        scope = self._scopes[_ALL if ask.all_scopes else ask.conversation_id]
         for _ in range(_RETRIES):
             try:
                 scope = self._ranked = self._scopes[_ALL if ask.all_scopes else ask.conversation_id]
@@ -169,6 +184,11 @@ class Ranker:
                 return await self._rank(scope, ask)
             except _Moved:
                 await self.refresh(ask.conversation_id, all_scopes=ask.all_scopes)
+            except DurableRecallError:
+                raise
+            except DAMAGE as error:
+                self._damaged(f'{type(error).__name__}: {error}')
+                return Ranked(total=max(scope.docs, 0), candidates=[], rarity={})
         raise RuntimeError('the search index kept changing while it was read; retry the search')
 
     async def _rank(self, scope: _Scope, ask: Ask) -> Ranked:
@@ -186,7 +206,7 @@ class Ranker:
             length = sum(counts.total() for counts in head) + sum(lengths[only.row.first :])
         else:
             total, length = scope.docs, scope.length
-        if total == 0:
+        if total <= 0:
             return Ranked(total=0, candidates=[], rarity={})
         postings = await self._postings(scope, terms, conversation_id, all_scopes=all_scopes)
         rarity: dict[str, float] = {}
@@ -194,7 +214,10 @@ class Ranker:
         for term in dict.fromkeys(terms):
             found = postings.get(term, [])
             matches = run_matches(only.row.run_key, head, term, found) if only is not None else scope_matches(found)
-            term_idf = idf(total, sum(end - start for _, start, end in matches))
+            df = sum(end - start for _, start, end in matches)
+            if df > total:
+                self._damaged(f'term {term!r} has {df} postings among {total} documents')
+            term_idf = idf(total, df)
             rarity[term] = term_idf
             scored_terms.append((term, term_idf, matches))
         # Pruning needs the best `limit` to be the answer's; filters decide that only afterwards.
@@ -219,8 +242,15 @@ class Ranker:
         else:
             chosen = [(-score, key) for key, score in scores.items()]
         runs = await self._runs(scope, {key >> 32 for _, key in chosen})
+        past = [
+            (run, key & _POSITION) for _, key in chosen if (run := runs.get(key >> 32)) and key & _POSITION >= run.size
+        ]
+        for run, position in past[:1]:  # a damaged posting, or run row: one note says it
+            self._damaged(f'it names position {position} of run {run.row.run_id!r}, which has {run.size}')
         ordered = sorted(
-            ((score, runs[key >> 32].order, key & _POSITION, key) for score, key in chosen if key >> 32 in runs),
+            (score, runs[key >> 32].order, key & _POSITION, key)
+            for score, key in chosen
+            if key >> 32 in runs and key & _POSITION < runs[key >> 32].size
         )
         if limit is not None:
             ordered = ordered[:limit]
@@ -231,8 +261,11 @@ class Ranker:
         scope = self._ranked
         assert scope is not None, 'rank first'
         # Only the candidates' runs: the scope's cache may hold many more.
-        times = {key: decode_floats(scope.runs[key].row.times) for key in {found.run_key for found in candidates}}
-        return [times[found.run_key][found.position] for found in candidates]
+        times = {
+            key: times_of(self._reader.unreadable, scope.runs[key].row)
+            for key in {found.run_key for found in candidates}
+        }
+        return [time_at(times[found.run_key], found.position) for found in candidates]
 
     async def windows(self, context_lines: int) -> Callable[[Candidate], tuple[Doc, ...]]:
         """What a candidate's block shows: its documents in order (for the last `rank`; see `_windows`)."""
@@ -241,7 +274,13 @@ class Ranker:
         if self._across is None:
             return lambda found: in_run_window(found, context_lines)
         if scope.layout is None:
-            scope.layout = Layout(await self._corpus.storage.scope_runs(self._across, all_scopes=False))
+            try:
+                scope.layout = Layout(await self._corpus.storage.scope_runs(self._across, all_scopes=False))
+            except DurableRecallError:
+                raise
+            except DAMAGE as error:
+                self._damaged(f'a run row of the conversation does not decode ({error})')
+                return lambda found: in_run_window(found, context_lines)
         layout = scope.layout
         return lambda found: layout.window(found, context_lines)
 
@@ -264,17 +303,22 @@ class Ranker:
             run.record = found_records.get(run.row.run_id)
         records = {key: run.record for key, run in runs.items() if run.record is not None}
         asked: list[tuple[RunRecord, dict[int, int]]] = []
-        for key, record in records.items():
-            seqs = decode_ints(runs[key].row.seqs)
+        for key, record in list(records.items()):
+            try:
+                seqs = decode_ints(runs[key].row.seqs)
+            except DAMAGE as error:
+                self._damaged(f'the log numbers of run {record.run_id!r} do not decode ({error})')
+                del records[key]
+                continue
             asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
         read = dict(zip(records, await self._reader.messages(asked), strict=True))
-        times = {key: decode_floats(runs[key].row.times) for key in records}
+        times = {key: times_of(self._reader.unreadable, runs[key].row) for key in records}
         hits: list[Hit] = []
         for found, window in zip(candidates, windows, strict=True):
             if found.position not in read.get(found.run_key, {}):
                 continue  # its run is gone, or its own message does not read
             lines = [
-                Line(records[key], key, position, read[key][position], times[key][position])
+                Line(records[key], key, position, read[key][position], time_at(times[key], position))
                 for key, position in window
                 if position in read.get(key, {})
             ]
@@ -286,7 +330,7 @@ class Ranker:
         row = (await self._corpus.storage.load_runs([run_id])).get(run_id)
         if row is None:
             return None
-        run = _Run(row, array_length(row.lengths))
+        run = _Run(row, size_of(self._reader.unreadable, row))
         run.record = (await self._reader.records([run_id])).get(run_id)
         if run.record is None or (conversation_id is not None and run.record.conversation_id != conversation_id):
             return None
@@ -298,7 +342,7 @@ class Ranker:
         missing = sorted(key for key in run_keys if key not in scope.runs)
         if missing:
             for key, row in (await self._corpus.storage.runs_by_key(missing)).items():
-                scope.runs[key] = _Run(row, array_length(row.lengths))
+                scope.runs[key] = _Run(row, size_of(self._reader.unreadable, row))
         return {key: scope.runs[key] for key in run_keys if key in scope.runs}
 
     async def _head(self, run: _Run) -> list[Counter[str]]:

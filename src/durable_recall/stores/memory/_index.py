@@ -67,16 +67,19 @@ class MemoryIndex:
     pending: dict[str, tuple[str, int]] = field(default_factory=dict[str, tuple[str, int]])
     """run id -> (conversation key text, last snapshot index saved)."""
     _tables: _Tables = field(default_factory=_Tables)
+    _saved: dict[str, tuple[str, int]] = field(default_factory=dict[str, tuple[str, int]])
+    """Every run with snapshots, as `pending` would mark it: what `rebuild` marks again."""
 
     def mark_pending(self, run_id: str, conversation_id: str | None, index: int) -> None:
         """Called by the store for every snapshot it saves."""
-        self.pending[run_id] = (conversation_id or '', index)
+        self.pending[run_id] = self._saved[run_id] = (conversation_id or '', index)
 
     def forget(self, conversation_id: str, run_ids: Sequence[str]) -> None:
         """Called by the store when it deletes a conversation's runs."""
         tables = self._tables
         for run_id in run_ids:
             self.pending.pop(run_id, None)
+            self._saved.pop(run_id, None)
             tables.runs.pop(run_id, None)
         scope = tables.scopes.pop(conversation_id, None)
         if scope is not None:
@@ -139,6 +142,18 @@ class MemoryIndex:
         own = row.run_key if row else -1
         held = self._tables.hashes.get(key, {})
         return {digest for digest in hashes if held.get(digest, own) != own}
+
+    async def terms(self, conversation_id: str | None, *, all_scopes: bool) -> list[str]:
+        key = None if all_scopes else self._key(conversation_id)
+        if not all_scopes and key is None:
+            return []
+        return sorted({term for term, scope_key in self._tables.postings if key is None or scope_key == key})
+
+    async def rebuild(self) -> int:
+        self._tables = _Tables()
+        self.pending.clear()
+        self.pending.update((run_id, mark) for run_id, mark in self._saved.items() if self.run_order(run_id))
+        return len(self.pending)
 
     async def commit(self, change: RunCommit) -> None:
         await self.commit_many([change])

@@ -48,6 +48,23 @@ _STATUS_ALL: LiteralString = (
     " LEFT JOIN {meta} AS g ON g.key = 'index_generation'"
 )
 
+_LOCK_INDEX: LiteralString = (
+    'LOCK TABLE {pending}, {index_scopes}, {index_runs}, {index_postings}, {index_hashes} IN EXCLUSIVE MODE'
+)
+
+_REBUILD: tuple[LiteralString, ...] = (
+    'DELETE FROM {index_postings}',
+    'DELETE FROM {index_hashes}',
+    'DELETE FROM {index_runs}',
+    'DELETE FROM {index_scopes}',
+    'DELETE FROM {pending}',
+    'INSERT INTO {pending} (conversation_id, run_id, upto)'
+    " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+    ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
+    ' GROUP BY r.run_id, r.conversation_id',
+)
+"""`rebuild`: what schema migrations 4, 6 and 7 do to the index (see `_postgres_migrations`)."""
+
 _RUN_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 _LIST_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths'
 
@@ -141,6 +158,25 @@ class PostgresIndex:
                 {'conv': conversation_id, 'hashes': list(dict.fromkeys(hashes)), 'run': exclude_run_id},
             )
             return {digest for (digest,) in await cur.fetchall()}
+
+    async def terms(self, conversation_id: str | None, *, all_scopes: bool) -> list[str]:
+        query: LiteralString = 'SELECT DISTINCT term FROM {index_postings}'
+        if not all_scopes:
+            query += ' WHERE scope_key = ' + SCOPE_KEY
+        async with self._db.transaction() as cur:
+            await cur.execute(self._db.sql(query + ' ORDER BY term'), {} if all_scopes else {'conv': conversation_id})
+            return [term for (term,) in await cur.fetchall()]
+
+    async def rebuild(self) -> int:
+        async with self._db.transaction() as cur:
+            # Exclusive against catch-up commits and saves' pending marks, not against reads.
+            await cur.execute(self._db.sql(_LOCK_INDEX))
+            for statement in _REBUILD:
+                await cur.execute(self._db.sql(statement))
+            await cur.execute(self._db.sql(BUMP_GENERATION), {'generation': uuid.uuid4().hex})
+            await cur.execute(self._db.sql('SELECT COUNT(*) FROM {pending}'))
+            row = await cur.fetchone()
+        return 0 if row is None else int(row[0])
 
     async def commit(self, change: RunCommit) -> None:
         await self.commit_many([change])

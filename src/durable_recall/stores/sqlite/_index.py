@@ -25,6 +25,19 @@ __all__ = ('SqliteIndex', 'forget_conversation', 'mark_pending')
 
 _RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 
+REBUILD = (
+    'DELETE FROM dr_index_postings',
+    'DELETE FROM dr_index_hashes',
+    'DELETE FROM dr_index_runs',
+    'DELETE FROM dr_index_scopes',
+    'DELETE FROM dr_pending',
+    'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+    " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+    ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+    ' GROUP BY r.run_id, r.conversation_id',
+)
+"""`rebuild`: what schema migrations 4, 6 and 7 do to the index (see `_sqlite_migrations`)."""
+
 _PENDING = 'SELECT p.run_id FROM dr_pending AS p JOIN dr_runs AS r ON r.run_id = p.run_id'
 
 
@@ -148,6 +161,29 @@ class SqliteIndex:
             return held
 
         return await self._run(read)
+
+    async def terms(self, conversation_id: str | None, *, all_scopes: bool) -> list[str]:
+        def read(conn: sqlite3.Connection) -> list[str]:
+            if all_scopes:
+                rows = conn.execute('SELECT DISTINCT term FROM dr_index_postings ORDER BY term')
+            else:
+                rows = conn.execute(
+                    f'SELECT DISTINCT term FROM dr_index_postings WHERE scope_key = {SCOPE_KEY} ORDER BY term',
+                    (conversation_id, conversation_id),
+                )
+            return [term for (term,) in rows]
+
+        return await self._run(read)
+
+    async def rebuild(self) -> int:
+        def write(conn: sqlite3.Connection) -> int:
+            with transaction(conn, 'BEGIN IMMEDIATE'):
+                for statement in REBUILD:
+                    conn.execute(statement)
+                bump_generation(conn)
+                return conn.execute('SELECT COUNT(*) FROM dr_pending').fetchone()[0]
+
+        return await self._run(write)
 
     async def commit(self, change: RunCommit) -> None:
         await self.commit_many([change])

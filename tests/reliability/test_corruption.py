@@ -1,0 +1,227 @@
+"""Damage to every column of the step store's tables, and bit flips in stored bodies (SQLite).
+
+Every public read of the damaged store must either return exactly what the intact store returns,
+or raise one of the store's corruption errors (`CorruptSnapshotError`, `CorruptRunError`,
+`StoreConfigurationError`): never another exception, never different data. Run with `-s` for the
+counts (the README's Reliability section quotes them).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from collections import Counter
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from durable_recall import SqliteStepStore
+from durable_recall.base import CorruptRunError, CorruptSnapshotError, StoreConfigurationError
+
+from ._corpus import populate, read_all
+
+ALLOWED = (CorruptSnapshotError, CorruptRunError, StoreConfigurationError)
+
+ROWS = {
+    'dr_runs': (
+        "run_id = 'run-2'",
+        ('run_id', 'conversation_id', 'parent_run_id', 'agent_name', 'metadata', 'started_at', 'token'),
+    ),
+    'dr_snapshots': (
+        "run_id = 'run-1' AND idx = 2",
+        ('run_id', 'idx', 'step_index', 'state', 'saved_at', 'ranges', 'size'),
+    ),
+    'dr_messages': ("run_id = 'run-1' AND seq = 2", ('run_id', 'seq', 'body')),
+    'dr_message_refs': ("run_id = 'run-2' AND seq = 0", ('run_id', 'seq', 'count', 'ref_run_id', 'ref_seq')),
+}
+"""Per table: the row damaged (a middle snapshot, a compressed body, an inherited range) and its columns."""
+
+NUMERIC = {'idx', 'step_index', 'size', 'seq', 'count', 'ref_seq'}
+
+NULLABLE = {'conversation_id', 'parent_run_id', 'agent_name'}
+
+SUBSTITUTED: list[str] = []
+"""Damage that left a well-formed value of the column's own type, read back as it is (see below)."""
+
+KINDS = ('null', 'wrong-type', 'random-bytes')
+
+FLIPS = 300
+"""Seeded single-bit flips of stored bodies."""
+
+TALLY: Counter[str] = Counter()
+
+KNOWN_GAPS = {
+    'dr_runs-run_id-random-bytes': 'a run row keyed by a BLOB is not found by its text id: the run reads as missing',
+    'dr_runs-conversation_id-random-bytes': 'run rows: a BLOB label is returned as bytes, not refused',
+    'dr_runs-parent_run_id-random-bytes': 'run rows: a BLOB label is returned as bytes, not refused',
+    'dr_runs-agent_name-random-bytes': 'run rows: a BLOB label is returned as bytes, not refused',
+    'dr_runs-token-random-bytes': 'run rows: a BLOB token is returned as bytes, not refused',
+    'dr_snapshots-run_id-random-bytes': 'a snapshot row with a BLOB run id drops out of its run unnoticed',
+    'dr_snapshots-idx-wrong-type': 'a snapshot row with a text index drops out of the listing unnoticed',
+    'dr_snapshots-idx-random-bytes': 'a snapshot row with a BLOB index drops out of the listing unnoticed',
+    'dr_snapshots-step_index-wrong-type': 'step_index is returned as stored (text), not refused',
+    'dr_snapshots-step_index-random-bytes': 'step_index is returned as stored (bytes), not refused',
+    'dr_messages-run_id-random-bytes': 'a log entry whose run id is a BLOB: reads past the snapshots miss it unnoticed',
+    'dr_messages-seq-wrong-type': 'a log entry with a text number: reads by number miss it unnoticed',
+    'dr_messages-seq-random-bytes': 'a log entry with a BLOB number: reads by number miss it unnoticed',
+    'dr_message_refs-run_id-random-bytes': 'an inherited range with a BLOB run id: reads by number miss it unnoticed',
+    'dr_message_refs-seq-wrong-type': 'an inherited range with a text start: reads by number miss it unnoticed',
+    'dr_message_refs-seq-random-bytes': 'an inherited range with a BLOB start: reads by number miss it unnoticed',
+    'dr_message_refs-count-wrong-type': 'an inherited range with a text count: reads by number miss it unnoticed',
+    'dr_message_refs-count-random-bytes': 'an inherited range with a BLOB count: reads by number miss it unnoticed',
+}
+"""Mistyped key and label values the SQLite reads do not refuse yet (found by this suite; issue #14).
+
+The reasons give the likely mechanism, read off the failing reads, not yet confirmed in the store code.
+
+Each needs a type check in the store's reads (`stores/sqlite/_reads.py`, `stores/_run_rows.py`,
+`stores/_snapshot_rows.py`). A case listed here fails once it reads exactly or raises, so that
+the list only shrinks."""
+
+
+def _value(column: str, kind: str, rng: random.Random) -> Any:
+    if kind == 'null':
+        return None
+    if kind == 'wrong-type':
+        return 'x' if column in NUMERIC else 42 if column != 'body' else 4.5
+    return rng.randbytes(12)
+
+
+@pytest.fixture(scope='module')
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple[str, Any]]]:
+    """An intact store file and what every read of it returns."""
+    path = tmp_path_factory.mktemp('reliability') / 'template.db'
+
+    async def build() -> dict[str, tuple[str, Any]]:
+        store = SqliteStepStore(path)
+        try:
+            await populate(store)
+            return await read_all(store)
+        finally:
+            await store.aclose()
+
+    baseline = anyio.run(build)
+    assert all(kind == 'value' for kind, _ in baseline.values())
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+    return path, baseline
+
+
+def _well_formed(column: str, stored: str) -> bool:
+    """Whether the stored value has a type the column legitimately holds."""
+    if stored == 'null':
+        return column in NULLABLE
+    if column == 'body':
+        return stored in ('blob', 'text')
+    return stored == ('integer' if column in NUMERIC else 'text')
+
+
+def _judge(baseline: dict[str, tuple[str, Any]], found: dict[str, tuple[str, Any]]) -> Counter[str]:
+    """Each read: `exact`, `detected` (an allowed error), `wrong` (other data) or `crash` (another exception)."""
+    verdicts: Counter[str] = Counter()
+    for name, (kind, value) in found.items():
+        if kind == 'value':
+            verdicts['exact' if value == baseline[name][1] else 'wrong'] += 1
+        else:
+            verdicts['detected' if isinstance(value, ALLOWED) else 'crash'] += 1
+            if not isinstance(value, ALLOWED):
+                print(f'  crash on {name}: {type(value).__name__}: {value}')
+    return verdicts
+
+
+def _read(path: Path) -> dict[str, tuple[str, Any]]:
+    async def go() -> dict[str, tuple[str, Any]]:
+        store = SqliteStepStore(path)
+        try:
+            return await read_all(store)
+        finally:
+            await store.aclose()
+
+    return anyio.run(go)
+
+
+CASES = [(table, column, kind) for table, (_, columns) in ROWS.items() for column in columns for kind in KINDS]
+
+
+@pytest.mark.parametrize(('table', 'column', 'kind'), CASES, ids=['-'.join(case) for case in CASES])
+def test_a_damaged_column_reads_exactly_or_raises(
+    template: tuple[Path, dict[str, tuple[str, Any]]], tmp_path: Path, table: str, column: str, kind: str
+) -> None:
+    source, baseline = template
+    path = tmp_path / 'damaged.db'
+    shutil.copy(source, path)
+    where, _ = ROWS[table]
+    rng = random.Random(f'{table}.{column}.{kind}')
+    with closing(sqlite3.connect(path)) as conn:
+        try:
+            with conn:
+                query = f'UPDATE {table} SET {column} = ? WHERE {where} RETURNING typeof({column})'
+                [(stored,)] = conn.execute(query, (_value(column, kind, rng),)).fetchall()
+        except sqlite3.IntegrityError:
+            TALLY['inputs refused by the schema (NOT NULL, keys)'] += 1
+            return
+    verdicts = _judge(baseline, _read(path))
+    assert verdicts['crash'] == 0, f'a read raised something other than a corruption error: {verdicts}'
+    if _well_formed(column, stored):
+        # A well-formed value of the column's own type (another run id, another count, NULL where
+        # NULL is allowed) is what a legitimate write could have stored: no reader can tell it from
+        # one without a checksum over the row. Counted apart, and only required not to crash.
+        TALLY['well-formed substitutions tried'] += 1
+        TALLY['well-formed substitutions detected'] += bool(verdicts['detected'])
+        TALLY['reads of well-formed substitutions returning the substituted data'] += verdicts['wrong']
+        if verdicts['wrong']:
+            SUBSTITUTED.append(f'{table}.{column}={kind}')
+        return
+    TALLY['damaged inputs tried'] += 1
+    TALLY.update({f'reads {verdict}': count for verdict, count in verdicts.items()})
+    TALLY['damaged inputs detected'] += bool(verdicts['detected'])
+    case = f'{table}-{column}-{kind}'
+    if case in KNOWN_GAPS:
+        assert verdicts['wrong'] > 0, f'{case} is handled now: take it out of KNOWN_GAPS'
+        TALLY['known gaps (xfail)'] += 1
+        TALLY['silently wrong reads in known gaps'] += verdicts['wrong']
+        pytest.xfail(KNOWN_GAPS[case])
+    TALLY['reads silently wrong outside known gaps'] += verdicts['wrong']
+    assert verdicts['wrong'] == 0, f'a read returned other data than was written: {verdicts}'
+
+
+def test_flipped_bits_in_stored_bodies_read_exactly_or_raise(
+    template: tuple[Path, dict[str, tuple[str, Any]]], tmp_path: Path
+) -> None:
+    source, baseline = template
+    path = tmp_path / 'flipped.db'
+    shutil.copy(source, path)
+    rng = random.Random(14)
+    with closing(sqlite3.connect(path)) as conn:
+        bodies = conn.execute('SELECT run_id, seq, body FROM dr_messages ORDER BY run_id, seq').fetchall()
+    detected = 0
+    for _ in range(FLIPS):
+        run_id, seq, body = rng.choice(bodies)
+        data = bytearray(body if isinstance(body, bytes) else body.encode())
+        bit = rng.randrange(len(data) * 8)
+        data[bit // 8] ^= 1 << (bit % 8)
+        with closing(sqlite3.connect(path)) as conn, conn:
+            conn.execute('UPDATE dr_messages SET body = ? WHERE run_id = ? AND seq = ?', (bytes(data), run_id, seq))
+        verdicts = _judge(baseline, _read(path))
+        with closing(sqlite3.connect(path)) as conn, conn:
+            conn.execute('UPDATE dr_messages SET body = ? WHERE run_id = ? AND seq = ?', (body, run_id, seq))
+        detected += bool(verdicts['detected'])
+        TALLY.update({f'flip reads {verdict}': count for verdict, count in verdicts.items()})
+        assert verdicts['crash'] == 0 and verdicts['wrong'] == 0, (run_id, seq, bit, verdicts)
+    TALLY['bit flips tried'] += FLIPS
+    TALLY['bit flips detected'] += detected
+
+
+def test_print_the_figures() -> None:
+    """Last in the file: print what the tests above measured (`pytest -s`)."""
+    wrong = TALLY['reads silently wrong outside known gaps'] + TALLY['flip reads wrong']
+    print('\nreliability: corruption (SQLite)')
+    for key in sorted(TALLY):
+        print(f'  {key}: {TALLY[key]}')
+    print(f'  silently wrong reads (outside the {len(KNOWN_GAPS)} known gaps): {wrong}')
+    print(f'  well-formed substitutions read back as stored: {", ".join(SUBSTITUTED) or "none"}')
+    assert wrong == 0
