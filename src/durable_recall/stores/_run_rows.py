@@ -64,6 +64,14 @@ def run_record(
         raise _corrupt_run(run_id, f'started_at is a {type(started_at).__name__}, not a timestamp')
     if not isinstance(metadata, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _corrupt_run(run_id, f'metadata is a {type(metadata).__name__}, not JSON text')
+    labels: tuple[tuple[str, object], ...] = (
+        ('conversation_id', conversation_id),
+        ('parent_run_id', parent_run_id),
+        ('agent_name', agent_name),
+    )
+    for name, value in (*labels, ('token', token)):
+        if not isinstance(value, str) and (value is not None or name == 'token'):
+            raise _corrupt_run(run_id, f'{name} is a {type(value).__name__}, not text')
     return RunRecord(
         run_id=run_id,
         conversation_id=conversation_id,

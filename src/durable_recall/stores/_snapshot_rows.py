@@ -137,6 +137,8 @@ def decode_snapshot(
     """
     state = _decode_state(row)
     saved_at = _decode_saved_at(row)
+    if type(row.step_index) is not int:  # SQLite keeps whatever type a damaged file holds
+        raise CorruptSnapshotError(row.run_id, row.index, f'step_index is a {type(row.step_index).__name__}')
     ranges = decode_ranges(row.run_id, row.index, row.ranges)
     if ranges_size(ranges) != row.size:
         raise CorruptSnapshotError(
