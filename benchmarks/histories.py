@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
+    ModelResponse,
     ToolReturnPart,
     UserPromptPart,
     repair_messages,
@@ -68,6 +69,11 @@ __all__ = (
 AGENT_NAME = 'bench-agent'
 WINDOW = 40
 """`SlidingWindowCompaction(max_messages=...)` in every benchmark history."""
+
+_MODEL_ID: dict[str, Any] = (
+    {'model_id': f'function:{MODEL_NAME}'} if any(f.name == 'model_id' for f in fields(ModelResponse)) else {}
+)
+"""What a FunctionModel stamps on its responses; `model_id` is newer than pydantic-ai-slim 2.62."""
 
 
 @dataclass
@@ -230,7 +236,7 @@ async def write_conversation(
             response = replace(
                 response_for(step),
                 model_name=MODEL_NAME,
-                model_id=f'function:{MODEL_NAME}',
+                **_MODEL_ID,
                 timestamp=clock.tick(),
                 run_id=run.run_id,
                 conversation_id=cid,

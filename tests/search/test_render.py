@@ -116,7 +116,6 @@ CASES: dict[str, Case] = {
         ['Retry: [{"type":"missing","loc":["city"],"msg":"Field required","input":{}}]'],
     ),
     'tool availability delta': Case(request(m.ToolAvailabilityDeltaPart(tools_added=['maps_route'])), ''),
-    'capability load delta': Case(request(m.CapabilityLoadDeltaPart(loaded=['maps'])), ''),
     'model settings delta': Case(request(m.ModelSettingsDeltaPart(settings={'thinking': 'high'})), ''),
     'instruction delta': Case(
         request(m.InstructionDeltaPart(id=UNITS, content='Use Celsius.')),
@@ -181,6 +180,8 @@ CASES: dict[str, Case] = {
         response(m.SpeechPart(speaker='assistant', transcript='bonjour')), 'bonjour', ['Speech [assistant]: bonjour']
     ),
 }
+if hasattr(m, 'CapabilityLoadDeltaPart'):  # newer than pydantic-ai-slim 2.62, which the suite also runs on
+    CASES['capability load delta'] = Case(request(m.CapabilityLoadDeltaPart(loaded=['maps'])), '')
 
 
 def union_classes(alias: Any) -> set[type]:

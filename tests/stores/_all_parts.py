@@ -19,6 +19,16 @@ from pydantic_ai.usage import RequestUsage
 AT = datetime(2025, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01'
 
+_HAS_LOAD_DELTA = hasattr(m, 'CapabilityLoadDeltaPart')
+"""`CapabilityLoadDeltaPart` and `SpeechPart.timestamps` are newer than pydantic-ai-slim 2.62, which CI also runs on."""
+
+
+def _speech_timestamps() -> dict[str, Any]:
+    if not hasattr(m, 'SpeechTimestamp'):
+        return {}
+    return {'timestamps': [m.SpeechTimestamp(text='hello', start_ms=0, duration_ms=300)]}
+
+
 LEGACY_PART_CLASSES: frozenset[type] = frozenset({m.RetryPromptPart})  # pyright: ignore[reportDeprecated]
 """Parts pydantic-ai translates when it loads them, so they read back as their translation."""
 
@@ -109,7 +119,7 @@ def every_part_conversation() -> list[m.ModelMessage]:
                     speaker='user',
                     transcript='hello there',
                     audio=m.BinaryContent(data=b'RIFF\x01\x02WAVE', media_type='audio/wav'),
-                    timestamps=[m.SpeechTimestamp(text='hello', start_ms=0, duration_ms=300)],
+                    **_speech_timestamps(),
                 ),
             ],
             timestamp=AT,
@@ -205,7 +215,7 @@ def every_part_conversation() -> list[m.ModelMessage]:
                     timestamp=AT,
                 ),
                 m.ToolAvailabilityDeltaPart(tools_added=['maps_route'], tool_call_id='call-load'),
-                m.CapabilityLoadDeltaPart(loaded=['maps'], tool_call_id='call-load'),
+                *([m.CapabilityLoadDeltaPart(loaded=['maps'], tool_call_id='call-load')] if _HAS_LOAD_DELTA else []),
                 m.ModelSettingsDeltaPart(settings={'thinking': 'high'}),
                 m.RetryFeedbackPart(
                     content='Please answer with JSON.', retry=m.RetryInfo('no_output', attempt=2), timestamp=AT

@@ -6,6 +6,7 @@ Imports nothing of durable-recall. Everything here is data or a pure function.
 from __future__ import annotations
 
 from ._codec import MessageDecodeError, StoredBody, decode_body, dump_messages, encode_body, load_messages
+from ._compat import CONVERSATION_STORE_PYDANTIC_AI, PydanticAIVersionError, require_conversation_store
 from ._errors import (
     CorruptRunError,
     CorruptSnapshotError,
@@ -30,6 +31,7 @@ from ._time import format_timestamp, parse_timestamp
 from ._warnings import DurableRecallDeprecationWarning
 
 __all__ = (
+    'CONVERSATION_STORE_PYDANTIC_AI',
     'MAX_RUN_ID_LENGTH',
     'CorruptRunError',
     'CorruptSnapshotError',
@@ -37,6 +39,7 @@ __all__ = (
     'DurableRecallError',
     'MessageDecodeError',
     'PersistBatch',
+    'PydanticAIVersionError',
     'RunIdConflictError',
     'RunRecord',
     'RunRegistration',
@@ -55,4 +58,5 @@ __all__ = (
     'format_timestamp',
     'load_messages',
     'parse_timestamp',
+    'require_conversation_store',
 )

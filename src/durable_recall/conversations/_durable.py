@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord, ConversationStore
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.run import AgentRunResult
 
 from ..base import WorkflowCodeIOError
+from ._api import ConversationEntry, ConversationRecord, ConversationStore
 from ._idempotent import ConversationSaved, idempotent_save
 
 __all__ = ('DurableConversationStore', 'LoadConversation', 'LoadedConversation', 'SaveConversation')

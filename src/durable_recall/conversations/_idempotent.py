@@ -21,12 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.conversation_store import (
-    ConversationConflict,
-    ConversationEntry,
-    ConversationRecord,
-    ConversationStore,
-)
+
+from ._api import ConversationConflict, ConversationEntry, ConversationRecord, ConversationStore
 
 __all__ = ('ConversationSaved', 'idempotent_save', 'save_revision')
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 from pydantic_ai.exceptions import UserError
 
+from ._api import ConversationEntry, ConversationRecord
 from ._rows import decode_entry, decode_record
 
 __all__ = ('check_limit', 'decode_history', 'decode_records')

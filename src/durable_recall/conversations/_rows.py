@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RunUsage
 
 from ..base import MessageDecodeError, decode_body, dump_messages, encode_body, load_messages, parse_timestamp
+from ._api import ConversationEntry, ConversationRecord
 from ._errors import CorruptConversationError
 
 __all__ = (

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord, ConversationStore
 from pydantic_ai.messages import ModelMessage
 
 from ..base import RunRecord
 from ..history import RunHistory, message_hashes, strip_artifacts
+from ._api import ConversationEntry, ConversationRecord, ConversationStore
 
 __all__ = ('ConversationStoreSource',)
 

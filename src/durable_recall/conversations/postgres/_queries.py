@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from pydantic_ai.conversation_store import ConversationConflict, ConversationEntry, ConversationRecord
-
+from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
 
 if TYPE_CHECKING:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord, ConversationStore
-
+from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_limit, decode_history, decode_records
 from . import _queries
 from ._connect import AsyncConnectionPoolLike, PostgresConnector

@@ -11,9 +11,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai.conversation_store import ConversationConflict, ConversationEntry, ConversationRecord
-
 from ...base import format_timestamp
+from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
 from ._connection import transaction
 

@@ -7,9 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord, ConversationStore
-
 from ...base import StoreConfigurationError
+from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_limit, decode_history, decode_records
 from . import _queries
 from ._connection import SqliteConnection
