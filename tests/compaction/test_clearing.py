@@ -28,8 +28,9 @@ from durable_recall import (
 )
 from durable_recall.compaction import CLEARED_RESULT_KEY
 from durable_recall.persistence import snapshot_state
+from durable_recall.search import SearchRequest
 
-from ._loop import TASK, head_changes, step, step_result
+from ._loop import TASK, LoopModel, head_changes, step, step_result
 
 pytestmark = pytest.mark.anyio
 
@@ -154,3 +155,30 @@ async def test_the_model_gets_a_cleared_result_back_verbatim_in_one_search() -> 
     assert answer.index('>[') < answer.index(step_result(1))  # the top block's match line holds it
     assert head_changes(views) <= 30 // 6 + 1
     assert max(sum(not is_cleared(p) for p in returns(view)) for view in views) <= 10
+
+
+async def test_a_later_run_inheriting_cleared_results_indexes_nothing_twice() -> None:
+    # A result cleared in place is inherited in another form than the earlier run persisted; the
+    # later run must still leave the whole inherited history to the run that indexed it.
+    store = InMemoryStepStore()
+
+    def agent(model: LoopModel) -> Agent[None, str]:
+        built = Agent(
+            FunctionModel(model),
+            capabilities=[
+                StepPersistence(store),
+                ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
+                ToolResultClearing(max_results=6, keep_results=2, min_chars=20),
+            ],
+        )
+        built.tool_plain(step)
+        return built
+
+    earlier = await agent(LoopModel(12, recall=False)).run(TASK, conversation_id='audit')
+    inherited = earlier.all_messages()
+    assert sum(is_cleared(part) for part in returns(inherited)) >= 5
+    await agent(LoopModel(1, recall=False)).run('one more step', message_history=inherited, conversation_id='audit')
+    engine = ConversationSearch(SnapshotHistorySource(store), scope='all')._engine
+    for query, expected in (('row5x3', "1 match for 'row5x3'"), ('cleared', "No matches for 'cleared'")):
+        answer = await engine.search(SearchRequest(query=query), scope='all', conversation_id=None)
+        assert answer.startswith(expected), answer

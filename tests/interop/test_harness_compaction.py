@@ -229,19 +229,10 @@ async def hits(store: StepStore, query: str) -> str:
     return answer.splitlines()[0]
 
 
-INHERITED_CLEARED = pytest.mark.xfail(
-    reason=(
-        'index/_catch_up.py `_inherited_prefix` ends the inherited prefix at the first inherited message no '
-        'earlier run holds by hash; a tool return the harness cleared in place is such a message, so it and '
-        'every inherited message after it are indexed again under the later run'
-    ),
-)
-
-
 @pytest.mark.parametrize(
     'kind',
     # Tiered: its summarizing tier replaces the cleared results, so none is left in what the later run inherits.
-    ['summarizing', 'tiered', pytest.param('clearing', marks=INHERITED_CLEARED)],
+    ['summarizing', 'tiered', 'clearing'],
 )
 async def test_a_later_run_inherits_the_compacted_history_and_still_recalls_once(kind: str, store: StepStore) -> None:
     first = Loop(STEPS, recall=False, ids='first')

@@ -268,6 +268,12 @@ class Indexer:
         earlier question answered are asked of the index. A chat's run inherits a window that
         mostly overlaps the last run's, so most runs ask nothing. An answer can be reused for
         another run because a run whose prefix is still being extended holds no hashes of its own.
+
+        The prefix ends after the *last* held message, not before the first one that is not held:
+        a message inherited between held ones was persisted by the run that holds its neighbours,
+        in another form (a tool result cleared in place, an edit), and that run indexed the
+        original. Inherited messages after the last held one (history from runs that never
+        persisted) are the run's own to index.
         """
         assert run.conversation_id is not None
         candidates: list[bytes] = []
@@ -280,11 +286,8 @@ class Indexer:
         unknown = [digest for digest in candidates if digest not in known and digest not in in_batch]
         if unknown:
             known.update(await self._storage.inherited(run.conversation_id, unknown, exclude_run_id=run.run_id))
-        for digest in candidates:
-            if digest not in known and digest not in in_batch:
-                break
-            first += 1
-        return first
+        held = [index for index, digest in enumerate(candidates) if digest in known or digest in in_batch]
+        return first + (held[-1] + 1 if held else 0)
 
     async def _rewritten(
         self,
