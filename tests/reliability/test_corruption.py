@@ -57,7 +57,6 @@ TALLY: Counter[str] = Counter()
 KNOWN_GAPS = {
     'dr_runs-run_id-random-bytes': 'a run row keyed by a BLOB is not found by its text id: the run reads as missing',
     'dr_runs-conversation_id-random-bytes': 'run rows: a BLOB label is returned as bytes, not refused',
-    'dr_snapshots-run_id-random-bytes': 'a snapshot row with a BLOB run id drops out of its run unnoticed',
     'dr_snapshots-idx-wrong-type': 'a snapshot row with a text index drops out of the listing unnoticed',
     'dr_snapshots-idx-random-bytes': 'a snapshot row with a BLOB index drops out of the listing unnoticed',
     'dr_messages-run_id-random-bytes': 'a log entry whose run id is a BLOB: reads past the snapshots miss it unnoticed',

@@ -111,6 +111,18 @@ async def test_a_mistyped_sqlite_run_row_raises_naming_the_run(tmp_path: Path, s
         await store.aclose()
 
 
+async def test_a_lost_snapshot_row_is_named_not_skipped(sql_kit: StoreKit) -> None:
+    store = sql_kit.store
+    await store.register_run(registration('run-1'))
+    await save_history(store, 'run-1', [messages(0), messages(0, 1), messages(0, 1, 2)])
+    await sql_kit.query('DELETE FROM {snapshots} WHERE run_id = ? AND idx = 1', 'run-1')
+    for after in (-1, 0):
+        with pytest.raises(_errors.CorruptSnapshotError, match='the snapshot row is missing') as caught:
+            await store.list_snapshots('run-1', include_interrupted=True, after=after)
+        assert (caught.value.run_id, caught.value.index) == ('run-1', 1)
+    assert [s.index for s in await store.list_snapshots('run-1', after=1)] == [2]
+
+
 async def test_extending_a_snapshot_with_corrupt_ranges_raises(sql_kit: StoreKit) -> None:
     store = sql_kit.store
     await store.register_run(registration('run-1'))

@@ -36,6 +36,7 @@ __all__ = (
     'decode_snapshot',
     'decode_snapshots',
     'encode_ranges',
+    'check_consecutive',
     'gather_bodies',
     'log_span',
 )
@@ -249,3 +250,23 @@ def _is_range(item: Any) -> TypeGuard[Sequence[int]]:
         and type(end) is int
         and 0 <= first < end
     )
+
+
+def check_consecutive(run_id: str, rows: Sequence[SnapshotRow], after: int) -> None:
+    """Refuse a listing whose rows do not number on from `after` one by one.
+
+    A run's snapshots are saved in order with no gaps, so a gap is a row that was lost (or whose
+    index a damaged file holds as another type), and a listing without it would read as whole.
+
+    Raises:
+        CorruptSnapshotError: Names the first index that is missing or not an integer.
+    """
+    expected = after + 1
+    for row in rows:
+        if type(row.index) is not int:  # SQLite keeps whatever type a damaged file holds
+            raise CorruptSnapshotError(
+                run_id, expected, f'the snapshot index is stored as a {type(row.index).__name__}'
+            )
+        if row.index != expected:
+            raise CorruptSnapshotError(run_id, expected, f'the snapshot row is missing (the next one is {row.index})')
+        expected += 1

@@ -13,7 +13,7 @@ from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, Sn
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._run_rows import encode_metadata
-from .._snapshot_rows import decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
+from .._snapshot_rows import check_consecutive, decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
@@ -159,6 +159,7 @@ class PostgresStepStore:
                 (run_id, after),
             )
             rows = [snapshot_from_row(run_id, row) for row in await cur.fetchall()]
+            check_consecutive(run_id, rows, after)
             rows = [row for row in rows if row.is_shown(include_interrupted)]
             if not rows:
                 return []

@@ -14,7 +14,7 @@ from typing import Any
 from ...base import StoredBody
 from .._chain import LogRange
 from .._log_refs import MAX_HOPS, BaseEntry, ResolvedRow, resolved_logs, spans
-from .._snapshot_rows import SnapshotRow, log_span
+from .._snapshot_rows import SnapshotRow, check_consecutive, log_span
 from ._connection import transaction
 from ._params import chunked, marks
 
@@ -97,6 +97,7 @@ def snapshot_rows(
     with transaction(conn, 'BEGIN'):
         query = f'SELECT {SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ? AND idx > ? ORDER BY idx'
         rows = [SnapshotRow(run_id, *row) for row in conn.execute(query, (run_id, after))]
+        check_consecutive(run_id, rows, after)
         rows = [row for row in rows if row.is_shown(include_interrupted)]
         if not rows:
             return [], {}
