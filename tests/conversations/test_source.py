@@ -103,6 +103,10 @@ async def test_every_message_once_and_branches_are_runs_of_their_own() -> None:
     assert 'bravo' in str(branch.messages[0]) and 'charlie' in str(live.messages[2])
     assert {run.conversation_id for run in runs} == {'c-1'}
 
+    fresh = await ConversationStoreSource(store).run_history(branch_id)  # no listing first
+    assert fresh is not None and fresh.messages == branch.messages
+    assert await ConversationStoreSource(store).run_history('c-1#branch:nope') is None
+
     live_only = ConversationStoreSource(store, branches=False)
     assert [run.run_id for run in await live_only.list_runs(conversation_id='c-1')] == ['c-1']
 

@@ -39,6 +39,9 @@ __all__ = ('ConversationStoreSource',)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """A run's start when none of its messages carries a time: stable, so the run record never changes."""
 
+_BRANCH = '#branch:'
+"""What joins a conversation id and a branch's tip entry id into the branch's run id."""
+
 _RETRIES = 5
 """How often a read is retried when a concurrent save or delete released the entries it was reading."""
 
@@ -134,12 +137,19 @@ class ConversationStoreSource:
         return runs
 
     async def run_history(self, run_id: str) -> RunHistory | None:
-        """One run's messages, from what the last listing read if the conversation has not changed since."""
+        """One run's messages, from what the last listing read if the conversation has not changed since.
+
+        A branch's run id names its conversation (`'<conversation id>#branch:<tip>'`), so a fresh
+        source finds it without a listing first.
+        """
         conversation_id = self._owners.get(run_id, run_id)
-        cached = self._cache.get(conversation_id)
         record = await self._record(conversation_id)
+        if record is None and run_id not in self._owners and _BRANCH in run_id:
+            conversation_id = run_id.rsplit(_BRANCH, 1)[0]
+            record = await self._record(conversation_id)
         if record is None:
             return None
+        cached = self._cache.get(conversation_id)
         read = cached if cached is not None and cached.revision == record.revision else await self._read(record)
         return next((history for history in read.runs if history.run.run_id == run_id), None)
 
@@ -190,7 +200,7 @@ class ConversationStoreSource:
                 if own:
                     seen.update(entry.id for entry in own)
                     metadata = {'history': 'branch', 'tip': tip}
-                    lines.append((f'{cid}#branch:{tip}', metadata, own))
+                    lines.append((f'{cid}{_BRANCH}{tip}', metadata, own))
         return _Read(record.revision, tuple(self._history(cid, *line) for line in lines))
 
     def _history(
