@@ -1,7 +1,18 @@
-"""`python -m durable_recall`: the same as the `durable-recall` console script."""
+"""`python -m durable_recall`: the same as the `durable-recall` console script.
+
+Ctrl-C while the command line's own modules load (before `main` can catch it) still ends with
+the one line and status 130 that `main` gives, not Python's exit by signal.
+"""
 
 from __future__ import annotations
 
-from .cli import main
+import sys
 
-raise SystemExit(main())
+try:
+    from .cli import main
+
+    status = main()
+except KeyboardInterrupt:
+    sys.stderr.write('durable-recall: interrupted\n')
+    status = 130
+raise SystemExit(status)

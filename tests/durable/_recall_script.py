@@ -73,7 +73,12 @@ async def converse(agent: Agent[None, str], conversation_id: str, turns: list[st
 
 
 def quoted_search(outputs: list[str]) -> str:
-    """The search answer the model quoted in run 7, with run ids (which name the workflow) masked."""
+    """The search answer the model quoted in run 7, run ids (which name the workflow) and times masked.
+
+    Two executions compared minutes apart show different times in the blocks' dates; nothing else
+    may differ.
+    """
     match = re.search(r'QUOTE<<(.*)>>', outputs[-1], re.DOTALL)
     assert match is not None, outputs[-1]
-    return re.sub(r'run: \S+', 'run: <id>', match.group(1))
+    quoted = re.sub(r'run: \S+', 'run: <id>', match.group(1))
+    return re.sub(r'\d{4}-\d\d-\d\d \d\d:\d\d UTC', '<time>', quoted)

@@ -261,7 +261,7 @@ def check_consecutive(run_id: str, rows: Sequence[SnapshotRow], after: int) -> N
     Raises:
         CorruptSnapshotError: Names the first index that is missing or not an integer.
     """
-    expected = after + 1
+    expected = max(after, -1) + 1  # `after` below -1 means from the first snapshot, as -1 does
     for row in rows:
         if type(row.index) is not int:  # SQLite keeps whatever type a damaged file holds
             raise CorruptSnapshotError(
