@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, cast
@@ -18,9 +17,11 @@ from ._options import (
     check_below,
     check_count,
     check_fraction,
+    check_one_token_trigger,
     check_optional_count,
     check_tokenizer,
     check_window,
+    known_window,
     resolve_limit,
 )
 from ._placeholder import CLEARED_RESULT_KEY, placeholder, query_words
@@ -98,11 +99,7 @@ class ToolResultClearing(AbstractCapability[Any]):
         self.exclude_tools = frozenset(self.exclude_tools)
         if self.max_results is None and self.max_tokens is None and self.max_fraction is None:
             raise ValueError('ToolResultClearing needs a trigger: set max_results, max_tokens or max_fraction')
-        if self.max_tokens is not None and self.max_fraction is not None:
-            raise ValueError(
-                f'set max_tokens or max_fraction, not both: got max_tokens={self.max_tokens!r} '
-                f'and max_fraction={self.max_fraction!r}'
-            )
+        check_one_token_trigger(self.max_tokens, self.max_fraction)
         check_below('keep_results', self.keep_results, 'max_results', self.max_results)
         check_below('keep_tokens', self.keep_tokens, 'max_tokens', self.max_tokens)
 
@@ -117,16 +114,16 @@ class ToolResultClearing(AbstractCapability[Any]):
         """Clear old results in the run's history before the request is sent."""
         window = None
         if self.max_fraction is not None:
-            window = self.context_window or request_context.model.context_window
-            if window is None and not self._warned_window:
-                self._warned_window = True
-                warnings.warn(
-                    f'ToolResultClearing(max_fraction={self.max_fraction!r}) cannot tell the context window of '
-                    f'model {request_context.model.model_name!r}, so its max_fraction trigger is off: pass '
-                    "context_window=... (in tokens) or set the model profile's context_window",
-                    UserWarning,
-                    stacklevel=2,
-                )
+            model = request_context.model
+            window = known_window(
+                'ToolResultClearing',
+                self.max_fraction,
+                self.context_window,
+                model.context_window,
+                model.model_name,
+                warn=not self._warned_window,
+            )
+            self._warned_window = self._warned_window or window is None
         cleared = self.compact(ctx.messages, context_window=window)
         if cleared is not None:
             ctx.messages[:] = cleared

@@ -8,14 +8,18 @@ again and rewrite the head of the history the provider has cached.
 
 from __future__ import annotations
 
+import warnings
+
 __all__ = (
     'check_bool',
     'check_below',
     'check_count',
     'check_fraction',
+    'check_one_token_trigger',
     'check_optional_count',
     'check_tokenizer',
     'check_window',
+    'known_window',
     'resolve_limit',
 )
 
@@ -78,3 +82,35 @@ def resolve_limit(max_tokens: int | None, max_fraction: float | None, window: in
     if max_fraction is not None and window is not None:
         return max(1, int(max_fraction * window))
     return None
+
+
+def check_one_token_trigger(max_tokens: int | None, max_fraction: float | None) -> None:
+    """Refuse both token triggers at once: they measure the same thing against two limits.
+
+    Raises:
+        ValueError: Both are set.
+    """
+    if max_tokens is not None and max_fraction is not None:
+        raise ValueError(
+            f'set max_tokens or max_fraction, not both: got max_tokens={max_tokens!r} and max_fraction={max_fraction!r}'
+        )
+
+
+def known_window(
+    owner: str, max_fraction: float, configured: int | None, model_window: int | None, model_name: str, *, warn: bool
+) -> int | None:
+    """The context window `max_fraction` is a fraction of: the configured one, else the model's.
+
+    When neither is known the trigger is off; with `warn`, a `UserWarning` says so (a capability
+    warns once, not on every request).
+    """
+    window = configured or model_window
+    if window is None and warn:
+        warnings.warn(
+            f'{owner}(max_fraction={max_fraction!r}) cannot tell the context window of model {model_name!r}, '
+            "so its max_fraction trigger is off: pass context_window=... (in tokens) or set the model profile's "
+            'context_window',
+            UserWarning,
+            stacklevel=3,
+        )
+    return window

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
@@ -17,9 +16,11 @@ from ._options import (
     check_below,
     check_bool,
     check_fraction,
+    check_one_token_trigger,
     check_optional_count,
     check_tokenizer,
     check_window,
+    known_window,
     resolve_limit,
 )
 from ._size import Tokenizer, estimate_message, measure
@@ -107,11 +108,7 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
                 'SlidingWindowCompaction needs a trigger: set max_messages, max_tokens or max_fraction '
                 '(for example SlidingWindowCompaction(max_messages=40))'
             )
-        if self.max_tokens is not None and self.max_fraction is not None:
-            raise ValueError(
-                f'set max_tokens or max_fraction, not both: got max_tokens={self.max_tokens!r} '
-                f'and max_fraction={self.max_fraction!r}'
-            )
+        check_one_token_trigger(self.max_tokens, self.max_fraction)
         check_below('keep_messages', self.keep_messages, 'max_messages', self.max_messages)
         check_below('keep_tokens', self.keep_tokens, 'max_tokens', self.max_tokens)
 
@@ -126,9 +123,16 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
         """Compact the run's history in place before the request is sent."""
         window = None
         if self.max_fraction is not None:
-            window = self.context_window or request_context.model.context_window
-            if window is None:
-                self._warn_unknown_window(request_context.model.model_name)
+            model = request_context.model
+            window = known_window(
+                'SlidingWindowCompaction',
+                self.max_fraction,
+                self.context_window,
+                model.context_window,
+                model.model_name,
+                warn=not self._warned_window,
+            )
+            self._warned_window = self._warned_window or window is None
         compacted = self.compact(ctx.messages, context_window=window)
         if compacted is not None:
             ctx.messages[:] = compacted
@@ -180,15 +184,3 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
             break
         head = head_message(split.head, split.dropped + chosen, marker=self.marker)
         return [*([] if head is None else [head]), *split.body[chosen:]]
-
-    def _warn_unknown_window(self, model_name: str) -> None:
-        if self._warned_window:
-            return
-        self._warned_window = True
-        warnings.warn(
-            f'SlidingWindowCompaction(max_fraction={self.max_fraction!r}) cannot tell the context window of '
-            f'model {model_name!r}, so its max_fraction trigger is off: pass context_window=... (in tokens) '
-            "or set the model profile's context_window",
-            UserWarning,
-            stacklevel=3,
-        )

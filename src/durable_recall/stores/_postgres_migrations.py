@@ -20,6 +20,22 @@ ANALYZER_ROW: LiteralString = (
 
 A migration that rebuilds the index for a new analyzer writes the new name the same way."""
 
+POSTGRES_INDEX_RESET: tuple[LiteralString, ...] = (
+    'DELETE FROM {index_postings}',
+    'DELETE FROM {index_hashes}',
+    'DELETE FROM {index_runs}',
+    'DELETE FROM {index_scopes}',
+    'DELETE FROM {pending}',
+    'INSERT INTO {pending} (conversation_id, run_id, upto)'
+    " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+    ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
+    ' GROUP BY r.run_id, r.conversation_id',
+)
+"""Empty the index and mark every run with snapshots pending, so the next catch-up rebuilds it.
+
+What an index-format migration does (versions 6 and 7; version 4 did it as it replaced a table),
+and what `durable-recall check --rebuild-index` does (`PostgresIndex.rebuild`)."""
+
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
 """Created before the version is read: it is where the version lives."""
 
@@ -146,29 +162,13 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     ),
     (
         # Version 6: the index packs its per-run arrays and fold state anew (`INDEX_VERSION` 3).
-        'DELETE FROM {index_postings}',
-        'DELETE FROM {index_hashes}',
-        'DELETE FROM {index_runs}',
-        'DELETE FROM {index_scopes}',
-        'DELETE FROM {pending}',
-        'INSERT INTO {pending} (conversation_id, run_id, upto)'
-        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
-        ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
-        ' GROUP BY r.run_id, r.conversation_id',
+        *POSTGRES_INDEX_RESET,
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
     ),
     (
         # Version 7: the analyzer stems and folds accents (`INDEX_VERSION` 4): rebuild the index,
         # and record which analyzer builds it.
-        'DELETE FROM {index_postings}',
-        'DELETE FROM {index_hashes}',
-        'DELETE FROM {index_runs}',
-        'DELETE FROM {index_scopes}',
-        'DELETE FROM {pending}',
-        'INSERT INTO {pending} (conversation_id, run_id, upto)'
-        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
-        ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
-        ' GROUP BY r.run_id, r.conversation_id',
+        *POSTGRES_INDEX_RESET,
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
         ANALYZER_ROW,
     ),

@@ -16,6 +16,22 @@ ANALYZER_ROW: LiteralString = (
 
 A migration that rebuilds the index for a new analyzer writes the new name the same way."""
 
+SQLITE_INDEX_RESET: tuple[LiteralString, ...] = (
+    'DELETE FROM dr_index_postings',
+    'DELETE FROM dr_index_hashes',
+    'DELETE FROM dr_index_runs',
+    'DELETE FROM dr_index_scopes',
+    'DELETE FROM dr_pending',
+    'INSERT INTO dr_pending (conversation_id, run_id, upto)'
+    " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
+    ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
+    ' GROUP BY r.run_id, r.conversation_id',
+)
+"""Empty the index and mark every run with snapshots pending, so the next catch-up rebuilds it.
+
+What an index-format migration does (versions 6 and 7; version 4 did it as it replaced a table),
+and what `durable-recall check --rebuild-index` does (`SqliteIndex.rebuild`)."""
+
 SQLITE_META: LiteralString = (
     'CREATE TABLE IF NOT EXISTS dr_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID'
 )
@@ -150,29 +166,13 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     ),
     (
         # Version 6: the index packs its per-run arrays and fold state anew (`INDEX_VERSION` 3).
-        'DELETE FROM dr_index_postings',
-        'DELETE FROM dr_index_hashes',
-        'DELETE FROM dr_index_runs',
-        'DELETE FROM dr_index_scopes',
-        'DELETE FROM dr_pending',
-        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
-        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
-        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
-        ' GROUP BY r.run_id, r.conversation_id',
+        *SQLITE_INDEX_RESET,
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
     ),
     (
         # Version 7: the analyzer stems and folds accents (`INDEX_VERSION` 4): rebuild the index,
         # and record which analyzer builds it.
-        'DELETE FROM dr_index_postings',
-        'DELETE FROM dr_index_hashes',
-        'DELETE FROM dr_index_runs',
-        'DELETE FROM dr_index_scopes',
-        'DELETE FROM dr_pending',
-        'INSERT INTO dr_pending (conversation_id, run_id, upto)'
-        " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
-        ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
-        ' GROUP BY r.run_id, r.conversation_id',
+        *SQLITE_INDEX_RESET,
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
         ANALYZER_ROW,
     ),

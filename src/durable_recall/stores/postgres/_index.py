@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
 from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits
+from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
 from ._connect import PostgresConnector
 from ._index_writer import BUMP_GENERATION, SCOPE_KEY, PostgresIndexWriter
@@ -52,18 +53,6 @@ _LOCK_INDEX: LiteralString = (
     'LOCK TABLE {pending}, {index_scopes}, {index_runs}, {index_postings}, {index_hashes} IN EXCLUSIVE MODE'
 )
 
-_REBUILD: tuple[LiteralString, ...] = (
-    'DELETE FROM {index_postings}',
-    'DELETE FROM {index_hashes}',
-    'DELETE FROM {index_runs}',
-    'DELETE FROM {index_scopes}',
-    'DELETE FROM {pending}',
-    'INSERT INTO {pending} (conversation_id, run_id, upto)'
-    " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
-    ' FROM {runs} AS r JOIN {snapshots} AS s ON s.run_id = r.run_id'
-    ' GROUP BY r.run_id, r.conversation_id',
-)
-"""`rebuild`: what schema migrations 4, 6 and 7 do to the index (see `_postgres_migrations`)."""
 
 _RUN_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 _LIST_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths'
@@ -171,7 +160,7 @@ class PostgresIndex:
         async with self._db.transaction() as cur:
             # Exclusive against catch-up commits and saves' pending marks, not against reads.
             await cur.execute(self._db.sql(_LOCK_INDEX))
-            for statement in _REBUILD:
+            for statement in POSTGRES_INDEX_RESET:
                 await cur.execute(self._db.sql(statement))
             await cur.execute(self._db.sql(BUMP_GENERATION), {'generation': uuid.uuid4().hex})
             await cur.execute(self._db.sql('SELECT COUNT(*) FROM {pending}'))

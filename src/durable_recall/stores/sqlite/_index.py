@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits, run_inline
 from .._run_rows import indexed_run
+from .._sqlite_migrations import SQLITE_INDEX_RESET
 from ._connection import SqliteConnection, transaction
 from ._index_writer import SCOPE_KEY, SqliteIndexWriter, bump_generation
 from ._params import chunked, marks
@@ -25,18 +26,6 @@ __all__ = ('SqliteIndex', 'forget_conversation', 'mark_pending')
 
 _RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 
-REBUILD = (
-    'DELETE FROM dr_index_postings',
-    'DELETE FROM dr_index_hashes',
-    'DELETE FROM dr_index_runs',
-    'DELETE FROM dr_index_scopes',
-    'DELETE FROM dr_pending',
-    'INSERT INTO dr_pending (conversation_id, run_id, upto)'
-    " SELECT COALESCE(r.conversation_id, ''), r.run_id, MAX(s.idx)"
-    ' FROM dr_runs AS r JOIN dr_snapshots AS s ON s.run_id = r.run_id'
-    ' GROUP BY r.run_id, r.conversation_id',
-)
-"""`rebuild`: what schema migrations 4, 6 and 7 do to the index (see `_sqlite_migrations`)."""
 
 _PENDING = 'SELECT p.run_id FROM dr_pending AS p JOIN dr_runs AS r ON r.run_id = p.run_id'
 
@@ -178,7 +167,7 @@ class SqliteIndex:
     async def rebuild(self) -> int:
         def write(conn: sqlite3.Connection) -> int:
             with transaction(conn, 'BEGIN IMMEDIATE'):
-                for statement in REBUILD:
+                for statement in SQLITE_INDEX_RESET:
                     conn.execute(statement)
                 bump_generation(conn)
                 return conn.execute('SELECT COUNT(*) FROM dr_pending').fetchone()[0]
