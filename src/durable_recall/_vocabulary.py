@@ -13,8 +13,9 @@ __all__ = ('ORDERS', 'ROLES', 'SEARCH_TOOL_NAME', 'Order', 'Role')
 SEARCH_TOOL_NAME = 'search_conversation_history'
 """The name the search tool registers under: compatibility data (histories and markers carry it)."""
 
-Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system']
-"""Who a message is from, for the tool's `roles` filter."""
+Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system', 'summary']
+"""Who a message is from, for the tool's `roles` filter: `summary` is a compaction summary (one a
+summarizing compaction or a provider wrote), indexed once, apart from the messages it restates."""
 
 ROLES: tuple[Role, ...] = get_args(Role)
 """Every role, in the order the index codes them (stored role bytes are indexes into it)."""

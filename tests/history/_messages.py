@@ -87,6 +87,11 @@ def summary(text: str = 'the story so far') -> ModelRequest:
     return ModelRequest(parts=[summary_part(text)])
 
 
+def recorded(text: str = 'the story so far') -> ModelRequest:
+    """What the record holds for a summary, in either shape: its text as a plain `CompactionPart`, once."""
+    return ModelRequest(parts=[CompactionPart(content=text)])
+
+
 def legacy_summary(text: str = 'the story so far') -> ModelRequest:
     """The harness's older summary shape: a system prompt with the exact prefix."""
     return ModelRequest(parts=[SystemPromptPart(HARNESS_LEGACY_SUMMARY_PREFIX + text)])

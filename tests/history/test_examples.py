@@ -38,6 +38,7 @@ from ._messages import (
     legacy_summary,
     rebuild,
     receipt,
+    recorded,
     reply,
     restamped,
     same_messages,
@@ -67,24 +68,33 @@ def example_a() -> Case:
 
 def example_b() -> Case:
     u1, r1, u2, r2, u3 = user('u1'), reply('r1'), user('u2'), reply('r2'), user('u3')
-    return Case([[u1, r1, u2, r2], [legacy_summary(), u2, r2, u3]], [u1, r1, u2, r2, u3])
+    return Case([[u1, r1, u2, r2], [legacy_summary(), u2, r2, u3]], [u1, r1, u2, r2, recorded(), u3])
 
 
 def example_b2() -> Case:
     u1, r1, u2, r2, u3 = user('u1'), reply('r1'), user('u2'), reply('r2'), user('u3')
-    return Case([[u1, r1, u2, r2], [summary(), u2, r2, u3]], [u1, r1, u2, r2, u3])
+    return Case([[u1, r1, u2, r2], [summary(), u2, r2, u3]], [u1, r1, u2, r2, recorded(), u3])
 
 
 def example_b3() -> Case:
     u1, r1, r2 = user('u1'), reply('r1'), reply('r2')
     prompt = UserPromptPart('u2', timestamp=tick())
-    return Case([[u1, r1], [ModelRequest(parts=[summary_part(), prompt]), r2]], [u1, r1, ModelRequest([prompt]), r2])
+    return Case(
+        [[u1, r1], [ModelRequest(parts=[summary_part(), prompt]), r2]], [u1, r1, recorded(), ModelRequest([prompt]), r2]
+    )
 
 
 def example_b4() -> Case:
     mine = ModelRequest(parts=[CompactionPart(content='mine')])
     u1 = user('u1')
     return Case([[mine, u1]], [mine, u1])
+
+
+def app_summary_in_place() -> Case:
+    """An application's own summary (a request of plain `CompactionPart`s) replaces the head: recorded once."""
+    u1, r1, u2, r2, u3 = user('u1'), reply('r1'), user('u2'), reply('r2'), user('u3')
+    mine = ModelRequest(parts=[CompactionPart(content='what u1 and r1 said')])
+    return Case([[u1, r1, u2, r2], [mine, u2, r2, u3], [mine, u2, r2, u3, r1]], [u1, r1, u2, r2, mine, u3, r1])
 
 
 def example_c() -> Case:
@@ -136,7 +146,7 @@ def example_h() -> Case:
 
 def example_p() -> Case:
     r, u = reply('r'), user('u')
-    return Case([[legacy_summary(), r, u]], [r, u])
+    return Case([[legacy_summary(), r, u]], [recorded(), r, u])
 
 
 def head_kept_middle_dropped() -> Case:
@@ -152,7 +162,7 @@ def summary_at_head_then_kept_tail() -> Case:
     final = reply('done')
     return Case(
         [[u1, c1, t1, c2, t2], [u1, summary(), c2, t2, c3, t3], [u1, summary('newer'), c3, t3, final]],
-        [u1, c1, t1, c2, t2, c3, t3, final],
+        [u1, c1, t1, c2, t2, recorded(), c3, t3, recorded('newer'), final],
     )
 
 
@@ -193,6 +203,7 @@ CASES: dict[str, Callable[[], Case]] = {
     'B2': example_b2,
     'B3': example_b3,
     'B4': example_b4,
+    'app-summary': app_summary_in_place,
     'C': example_c,
     'D': example_d,
     'E': example_e,
@@ -281,7 +292,7 @@ def test_artifacts_go_part_by_part() -> None:
     assert strip_artifacts(plain) is plain
     builder = RecordBuilder()
     builder.fold([summary(), plain])
-    assert len(builder) == 1
+    assert hashes(builder.messages) == hashes([recorded(), plain])  # the summary apart, once
 
 
 async def save(store: InMemoryStepStore, run_id: str, snapshots: Sequence[Sequence[ModelMessage]]) -> None:

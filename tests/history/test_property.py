@@ -21,8 +21,9 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from durable_recall import InMemoryStepStore
 from durable_recall.compaction import SlidingWindowCompaction, is_compaction_marker
-from durable_recall.history import FoldState, RecordBuilder, strip_artifacts
+from durable_recall.history import FoldState, RecordBuilder, message_hash, strip_artifacts, summary_view
 from durable_recall.search import SnapshotHistorySource
+from durable_recall.text import message_role
 from tests.stores._helpers import delta, registration
 
 from ._messages import call, cleared, hashes, reply, restamped, summary, tool_return, user, with_delta
@@ -66,6 +67,19 @@ class Run:
     latest: list[ModelMessage] = field(default_factory=list[ModelMessage])
     live: list[Slot] = field(default_factory=list[Slot])
     ids: itertools.count[int] = field(default_factory=itertools.count)
+    carried: frozenset[str] = frozenset()
+    """The hashes of the summaries the last snapshot carried."""
+
+    def record_summaries(self, at: int) -> None:
+        """Each summary the last snapshot did not carry is recorded once, before this step's new messages."""
+        views = [view for slot in self.live if (view := summary_view(slot.message)) is not None]
+        new = [view for view in views if message_hash(view) not in self.carried]
+        self.true[at:at] = new
+        self.latest[at:at] = new
+        for slot in self.live:
+            if slot.true_index is not None and slot.true_index >= at:
+                slot.true_index += len(new)
+        self.carried = frozenset(message_hash(view) for view in views)
 
     def add(self, message: ModelMessage) -> None:
         self.live.append(Slot(message, len(self.true)))
@@ -95,9 +109,9 @@ class Run:
         elif operation == 'keep-head' and live:
             del live[1 : 1 + amount]
         elif operation == 'summarize':
-            live[: min(amount, len(live))] = [Slot(summary(), None)]
+            live[: min(amount, len(live))] = [Slot(summary(f'summary {next(self.ids)}'), None)]
         elif operation == 'summarize-after-head' and live:
-            live[1 : 1 + amount] = [Slot(summary(), None)]
+            live[1 : 1 + amount] = [Slot(summary(f'summary {next(self.ids)}'), None)]
         elif operation == 'clear':
             results = [s for s in live if not s.edited and s.true_index is not None and _is_tool_return(s.message)]
             if results:
@@ -153,7 +167,9 @@ async def check(scenario: list[Step]) -> None:
     previous: list[ModelMessage] = []
     for index, (operation, amount, kinds) in enumerate(scenario):
         run.apply(operation, amount)
+        grown_from = len(run.true)
         run.grow(kinds)
+        run.record_summaries(grown_from)
         snapshot = [slot.message for slot in run.live]
         assert await store.save_snapshot(delta('run-1', index, previous, snapshot))
         previous = snapshot
@@ -179,6 +195,7 @@ class Resumed:
     state: FoldState | None = None
     seqs: dict[int, int] = field(default_factory=dict[int, int])
     digests: dict[int, str] = field(default_factory=dict[int, str])
+    summaries: set[int] = field(default_factory=set[int])
 
     async def fold_next(self, store: InMemoryStepStore, index: int) -> None:
         (snapshot,) = await store.list_snapshots('run-1', after=index - 1)
@@ -192,6 +209,8 @@ class Resumed:
         for position in builder.take_changes():
             self.seqs[position] = builder.seq(position)
             self.digests[position] = builder.hash(position)
+            if message_role(builder.message(position)) == 'summary':
+                self.summaries.add(position)
         self.state = FoldState.from_bytes(builder.state.to_bytes())
 
     def hashes(self) -> list[str]:
@@ -202,5 +221,6 @@ class Resumed:
         out: list[ModelMessage] = []
         for position in range(len(self.seqs)):
             message = loaded[self.seqs[position]]
-            out.append(strip_artifacts(message) or message)
+            view = summary_view(message) if position in self.summaries else strip_artifacts(message)
+            out.append(view or message)
         return out

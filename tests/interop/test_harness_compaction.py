@@ -13,11 +13,14 @@ rewrites mid-run (its summarizer is a `FunctionModel` too), then checks:
 * a search for the early detail finds it verbatim, once (in the run's own search call, and in a
   later run of the conversation that inherited the compacted history: a known duplication with
   `ClearToolResults` there is marked `INHERITED_CLEARED`);
-* the harness's summary is in neither the record nor the index (see `test_the_summary_is_not_indexed`).
+* each summary the harness wrote is recorded and indexed once, with the role `summary`, apart from
+  the messages it restates (see `test_each_summary_is_indexed_once_as_a_summary`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +49,7 @@ from durable_recall import (
 from durable_recall.history import RunHistory
 from durable_recall.index import Bm25Params
 from durable_recall.search import SearchEngine, SearchRequest
-from durable_recall.text import DEFAULT_SKIP_TOOLS, index_text, is_summary_artifact
+from durable_recall.text import DEFAULT_SKIP_TOOLS, index_text, is_summary_artifact, message_role
 from tests.compaction._loop import DETAIL, DETAIL_QUERY, TASK, step, step_result
 
 harness = pytest.importorskip(
@@ -161,12 +164,26 @@ def summaries_in(view: list[ModelMessage]) -> list[str]:
     ]
 
 
+def written_in(views: list[list[ModelMessage]], inherited: Sequence[ModelMessage] = ()) -> Counter[str]:
+    """The summaries a run records: each one a view shows that the view before did not (or the history it inherited)."""
+    counts = Counter[str]()
+    before = set(summaries_in(list(inherited)))
+    for view in views:
+        now = set(summaries_in(view))
+        counts.update(now - before)
+        before = now
+    return counts
+
+
 def check_record(record: RunHistory | None, expected: list[str]) -> None:
-    """Each message the run produced once, in order; no summary; cleared results kept as they were."""
+    """Each message the run produced once, in order; each summary apart; cleared results kept as they were."""
     assert record is not None
-    texts = [index_text(message) for message in record.messages]
+    texts = [index_text(message) for message in record.messages if message_role(message) != 'summary']
     assert [text for text in texts if text] == expected
+    summaries = [index_text(message) for message in record.messages if message_role(message) == 'summary']
+    assert all(SUMMARY_WORD in text for text in summaries)
     assert len(set(record.hashes)) == len(record.hashes)
+    # The record holds a summary's text as a plain `CompactionPart`, not as the harness's artifact.
     assert not any(is_summary_artifact(part) for message in record.messages for part in message.parts)
     assert PLACEHOLDER not in ' '.join(texts)
 
@@ -209,16 +226,21 @@ async def test_a_compacted_loop_keeps_every_message_once_and_recalls_the_detail(
 
 
 @pytest.mark.parametrize('kind', ['summarizing', 'tiered'])
-async def test_the_summary_is_not_indexed(kind: str, store: StepStore) -> None:
-    # A harness summary restates messages the record holds verbatim; indexed, every summarised fact
-    # would match twice. So the record leaves it out (`strip_artifacts`) and search never finds it:
-    # indexed zero times, never as a message of its own.
+async def test_each_summary_is_indexed_once_as_a_summary(kind: str, store: StepStore) -> None:
+    # A summary is what the model was shown in place of what it restates: the record keeps each one
+    # once, as a message of its own with the role `summary`, and the originals stay as they were.
     loop = Loop(STEPS, recall=False)
     await agent_for(store, loop, COMPACTIONS[kind]()).run(TASK, conversation_id='audit')
-    assert any(summaries_in(view) for view in loop.views)
+    written = written_in(loop.views)
+    assert written
 
     answer = await engine(store).search(SearchRequest(query=SUMMARY_WORD), scope='all', conversation_id=None)
-    assert answer.startswith(f'No matches for {SUMMARY_WORD!r}'), answer
+    total = written.total()
+    assert answer.startswith(f'{total} match{"es" if total > 1 else ""} for {SUMMARY_WORD!r}'), answer
+    for text, count in written.items():
+        assert answer.count(f'Summary: {text}') == count
+    others = SearchRequest(query=SUMMARY_WORD, roles=['user', 'assistant', 'tool', 'system'])
+    assert (await engine(store).search(others, scope='all', conversation_id=None)).startswith('No matches')
     found = await engine(store).search(SearchRequest(query=DETAIL_QUERY), scope='all', conversation_id=None)
     assert found.count(step_result(1)) == 1
 
@@ -254,10 +276,14 @@ async def test_a_later_run_inherits_the_compacted_history_and_still_recalls_once
     check_record(await source.run_history(first_run.run_id), produced(STEPS))
     record = await source.run_history(second_run.run_id)
     assert record is not None
-    own = [text for text in map(index_text, record.messages) if text][-len(produced(2, prompt=prompt)) :]
+    texts = [index_text(message) for message in record.messages if message_role(message) != 'summary']
+    own = [text for text in texts if text][-len(produced(2, prompt=prompt)) :]
     assert own == produced(2, prompt=prompt, first=STEPS + 1)
     # Inherited messages are searched under the run that persisted them first: one match each, and
-    # nothing a compaction wrote (a summary, a cleared result's placeholder) is found.
+    # no cleared result's placeholder is found. Each summary is found once, under the run that
+    # wrote it (an inherited one under the earlier run).
     assert (await hits(store, f'row{STEPS}x5')).startswith(f"1 match for 'row{STEPS}x5'")
     assert (await hits(store, 'cleared')).startswith("No matches for 'cleared'")
-    assert (await hits(store, SUMMARY_WORD)).startswith(f'No matches for {SUMMARY_WORD!r}')
+    total = (written_in(first.views) + written_in(second.views, inherited)).total()
+    expected = f'{total} match{"es" if total > 1 else ""}' if total else 'No matches'
+    assert (await hits(store, SUMMARY_WORD)).startswith(f'{expected} for {SUMMARY_WORD!r}')

@@ -10,7 +10,7 @@ from ._fold_state import FoldState
 from ._hash import message_hash, message_hashes
 from ._rebuild import RecordBuilder
 from ._source import HistorySource, RunHistory
-from ._strip import strip_artifacts
+from ._strip import strip_artifacts, summary_view
 
 __all__ = (
     'FoldState',
@@ -20,4 +20,5 @@ __all__ = (
     'message_hash',
     'message_hashes',
     'strip_artifacts',
+    'summary_view',
 )

@@ -10,8 +10,9 @@ size is a large share of the store. Version 2 therefore keeps no content hashes:
 names are read back by log number to resume anyway, and hashing them again is exact (a hash is a
 function of the message). It keeps `previous` as runs of consecutive entries (a window is one or two
 runs), so a state is a few bytes whatever the window. Only an entry without a log number keeps its
-hash, since nothing could read it back. `from_bytes` still reads version 1 (raw 16-byte hashes) and
-the JSON text of earlier releases.
+hash, since nothing could read it back. Version 3 adds the hashes of the summaries the last snapshot
+carried (usually none or one), which no record position names. `from_bytes` still reads versions 2
+and 1 (raw 16-byte hashes) and the JSON text of earlier releases.
 """
 
 from __future__ import annotations
@@ -39,12 +40,15 @@ class FoldState:
         record: The record's hash at each position `previous` names, where it differs from the
             hash of the `previous` entry naming it (an edit kept the original); empty when read
             back from bytes (resuming hashes the record message it reads).
+        summaries: The hashes of the compaction summaries the last folded snapshot carried
+            (`summary_view`): a summary the next snapshot still carries is not recorded again.
     """
 
     size: int
     marker: int
     previous: tuple[tuple[str, int, int, int | None], ...]
     record: Mapping[int, str]
+    summaries: tuple[str, ...] = ()
 
     def to_bytes(self) -> bytes:
         """The compact binary form, for the index to store (see the module docstring)."""
@@ -65,6 +69,9 @@ class FoldState:
         for position in sorted(self.record):
             _put(out, position - last)
             last = position
+        _put(out, len(self.summaries))
+        for digest in self.summaries:
+            _put_digest(out, digest)
         return bytes(out)
 
     @classmethod
@@ -77,8 +84,8 @@ class FoldState:
         if data[:1] == b'{':
             return cls._from_json(data.decode('utf-8', errors='replace'))
         version = data[:1]
-        if version == bytes([_VERSION]):
-            return cls._from_version_2(data)
+        if version in (bytes([_VERSION]), bytes([_VERSION_2])):
+            return cls._from_version_2(data, with_summaries=version == bytes([_VERSION]))
         if version != bytes([_VERSION_1]):
             raise ValueError(f'not a record builder state: unknown version {data[:1]!r}')
         try:
@@ -96,7 +103,7 @@ class FoldState:
         return cls(size=size, marker=marker, previous=previous, record=record)
 
     @classmethod
-    def _from_version_2(cls, data: bytes) -> FoldState:
+    def _from_version_2(cls, data: bytes, *, with_summaries: bool) -> FoldState:
         try:
             reader = _Reader(data, 1)
             size, marker = reader.number(), reader.number()
@@ -120,11 +127,12 @@ class FoldState:
             for _ in range(reader.number()):
                 position += reader.number()
                 positions[position] = ''
+            summaries = tuple(reader.digest() for _ in range(reader.number())) if with_summaries else ()
             if reader.offset != len(data):
                 raise ValueError(f'not a record builder state: {len(data) - reader.offset} bytes left over')
         except IndexError as error:
             raise ValueError('not a record builder state: truncated') from error
-        return cls(size=size, marker=marker, previous=tuple(previous), record=positions)
+        return cls(size=size, marker=marker, previous=tuple(previous), record=positions, summaries=summaries)
 
     @classmethod
     def _from_json(cls, text: str) -> FoldState:
@@ -148,8 +156,11 @@ class FoldState:
         return [seq for _, _, seq, _ in self.previous], sorted(self.record)
 
 
-_VERSION = 2
+_VERSION = 3
 """The first byte of the binary state written now (JSON text starts with `{`)."""
+
+_VERSION_2 = 2
+"""The first byte of the state written before summaries were recorded: version 3 without them."""
 
 _VERSION_1 = 1
 """The first byte of the earlier binary state, which kept each entry's 16-byte hash."""

@@ -29,8 +29,15 @@ removed, see [`RecordBuilder.fold`][durable_recall.history.RecordBuilder.fold]):
    response, tool returns). After the last anchor, the leading messages of `S` that are edits of
    `P`'s unanchored tail stay edits, and from the first one that is not, every message is new and
    appended to the record. An unanchored message that is no edit *before* the last anchor is a
-   compaction rewrite of messages already recorded (a summary the harness markers do not
-   identify), and is not added.
+   compaction rewrite of messages already recorded, and is not added, unless it is a summary (a
+   request holding only `CompactionPart`s, as an application's history processor writes one):
+   that is appended once, as the summaries of rule 5 are.
+
+5. **Summaries.** A compaction summary a snapshot carries (the harness's, in either stored shape)
+   takes no part in the alignment. Its `summary_view` is appended to the record, before the
+   snapshot's new messages, unless the previous snapshot carried the same summary: so each summary
+   is recorded once, when it was written, and a later summary that restates an earlier one is a
+   new summary.
 
 Our own `SlidingWindowCompaction` marker says how many messages were dropped in total (after the
 preserved first prompt, when it rides in that prompt), so when `S`
@@ -59,11 +66,11 @@ from collections.abc import Mapping, MutableMapping, Sequence
 
 from pydantic_ai.messages import ModelMessage
 
-from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker
+from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker, message_role
 from ._fold_state import FoldState
 from ._hash import message_hash
 from ._matching import Seen, anchors, extends, is_edit_of, same
-from ._strip import strip_artifacts
+from ._strip import strip_artifacts, summary_view
 
 __all__ = ('RecordBuilder',)
 
@@ -97,6 +104,7 @@ class RecordBuilder:
         self._seqs: list[int] = []
         self._previous: list[Seen] = []
         self._previous_marker = 0
+        self._previous_summaries: tuple[str, ...] = ()
         self._changes: dict[int, ModelMessage | None] = {}
 
     @classmethod
@@ -124,6 +132,7 @@ class RecordBuilder:
         builder._hashes = [''] * state.size
         builder._seqs = [-1] * state.size
         builder._previous_marker = state.marker
+        builder._previous_summaries = state.summaries
         for digest, body_position, seq, record_index in state.previous:
             cleaned = strip_artifacts(previous[seq])
             message = previous[seq] if cleaned is None else cleaned
@@ -149,7 +158,13 @@ class RecordBuilder:
             for s in self._previous
             if s.record_index is not None and self._hashes[s.record_index] != s.digest
         }
-        return FoldState(size=len(self._hashes), marker=self._previous_marker, previous=previous, record=record)
+        return FoldState(
+            size=len(self._hashes),
+            marker=self._previous_marker,
+            previous=previous,
+            record=record,
+            summaries=self._previous_summaries,
+        )
 
     @property
     def messages(self) -> tuple[ModelMessage, ...]:
@@ -211,6 +226,7 @@ class RecordBuilder:
         marker = compaction_marker_count(snapshot[0]) if snapshot and has_compaction_marker(snapshot[0]) else None
         offset = 1 if snapshot and is_compaction_marker(snapshot[0]) else 0
         body: list[tuple[int, ModelMessage, int, object]] = []
+        summaries: list[tuple[ModelMessage, int]] = []
         # A log entry the last snapshot held was cleaned then: reuse it rather than scan its parts again.
         known = {seen.seq: seen.message for seen in self._previous if seen.seq >= 0} if seqs else {}
         for position, message in enumerate(snapshot):
@@ -218,8 +234,13 @@ class RecordBuilder:
             cleaned = known.get(seq) if seq >= 0 else None
             if cleaned is None:
                 cleaned = strip_artifacts(message)
+                if cleaned is not message and (view := summary_view(message)) is not None:
+                    summaries.append((view, seq))
+            elif self._previous_summaries and (view := summary_view(message)) is not None:
+                summaries.append((view, seq))
             if cleaned is not None:
                 body.append((position - offset, cleaned, seq, bodies[position] if bodies else None))
+        self._record_summaries(summaries)
         current = self._hashed(body)
         previous = self._previous
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
@@ -230,6 +251,21 @@ class RecordBuilder:
         self._align(previous, current)
         self._previous = current
         self._previous_marker = marker or 0
+
+    def _record_summaries(self, summaries: list[tuple[ModelMessage, int]]) -> None:
+        """Append the summaries the previous snapshot did not carry; remember this snapshot's."""
+        digests: list[str] = []
+        for view, seq in summaries:
+            digest = message_hash(view)
+            digests.append(digest)
+            if digest in self._previous_summaries:
+                continue
+            if self._tracking:
+                self._changes[len(self._messages)] = None
+            self._messages.append(view)
+            self._hashes.append(digest)
+            self._seqs.append(seq)
+        self._previous_summaries = tuple(digests)
 
     def _hashed(self, body: list[tuple[int, ModelMessage, int, object]]) -> list[Seen]:
         """Hash the snapshot, reusing the previous snapshot's hash for an equal message where expected."""
@@ -271,12 +307,16 @@ class RecordBuilder:
         tail = current[done_current:]
         edited = self._pair_edits(previous[done_previous:], tail, stop_at_first_new=True)
         for seen in tail[edited:]:
-            seen.record_index = len(self._messages)
-            if self._tracking:
-                self._changes[seen.record_index] = None
-            self._messages.append(seen.message)
-            self._hashes.append(seen.digest)
-            self._seqs.append(seen.seq)
+            self._append(seen)
+
+    def _append(self, seen: Seen) -> None:
+        """A new record message."""
+        seen.record_index = len(self._messages)
+        if self._tracking:
+            self._changes[seen.record_index] = None
+        self._messages.append(seen.message)
+        self._hashes.append(seen.digest)
+        self._seqs.append(seen.seq)
 
     def _replace(self, index: int, seen: Seen) -> None:
         """Put another copy at a record position, noting it as changed unless it is the same log entry."""
@@ -305,6 +345,8 @@ class RecordBuilder:
             if match is None:
                 if stop_at_first_new:
                     break
+                if message_role(seen.message) == 'summary':
+                    self._append(seen)  # a summary an application wrote in place of what it restates
                 continue
             self._edit(old[match], seen)
             start = match + 1

@@ -3,18 +3,28 @@
 Compaction leaves things in a history that describe it rather than belong to it: our sliding
 window's marker, a harness's summary parts and its receipts. Two snapshots taken either side of a
 compaction only line up once those are gone, and search should not find them as conversation.
+
+A summary is the exception in part: what it says is something the model was shown, so the record
+keeps each summary once, as a message of its own (`summary_view`), apart from the conversation it
+restates: it never takes part in lining snapshots up, and it is indexed with the role `summary`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
 
-from ..text import is_compaction_marker, is_compaction_receipt, is_marker_part, is_summary_artifact
+from ..text import (
+    HARNESS_LEGACY_SUMMARY_PREFIX,
+    is_compaction_marker,
+    is_compaction_receipt,
+    is_marker_part,
+    is_summary_artifact,
+)
 from ._hash import RECORD_PART_KINDS
 
-__all__ = ('strip_artifacts',)
+__all__ = ('strip_artifacts', 'summary_view')
 
 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
@@ -37,3 +47,26 @@ def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
     if all(part.part_kind in RECORD_PART_KINDS for part in parts):
         return None
     return replace(message, parts=parts)
+
+
+def summary_view(message: ModelMessage) -> ModelRequest | None:
+    """The compaction summaries a stored message carries, as a request of their own; `None` if none.
+
+    Each summary becomes a plain `CompactionPart` holding its text (the legacy system-prompt shape
+    without its prefix), which search indexes and shows as `Summary: ...`, and which
+    `strip_artifacts` leaves as it is. The request keeps the carrier's time and run id, so the
+    summary is dated when it was written and, inherited by a later run, is known as the earlier
+    run's. A function of the stored message alone: the record builder and a search reading the
+    message back by its log number make the same view.
+    """
+    summaries = [CompactionPart(content=_summary_text(part)) for part in message.parts if is_summary_artifact(part)]
+    if not summaries:
+        return None
+    return ModelRequest(parts=summaries, timestamp=message.timestamp, run_id=message.run_id)
+
+
+def _summary_text(part: object) -> str:
+    if isinstance(part, SystemPromptPart):
+        return part.content.removeprefix(HARNESS_LEGACY_SUMMARY_PREFIX)
+    assert isinstance(part, CompactionPart)
+    return part.content or ''

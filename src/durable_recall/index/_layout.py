@@ -32,9 +32,9 @@ __all__ = (
     'encode_ints',
 )
 
-INDEX_VERSION = 4
-"""What is indexed (tokenizer and analyzer, index text, hash); 4 since the analyzer stems and folds
-accents (schema version 7). A release that changes it bumps this and ships a
+INDEX_VERSION = 5
+"""What is indexed (tokenizer and analyzer, index text, hash, record); 5 since the record keeps
+compaction summaries once, with the role `summary` (schema version 8). A release that changes it bumps this and ships a
 schema migration that empties the index tables and marks every run pending, so the next searches
 rebuild the index by catching up."""
 

@@ -44,7 +44,7 @@ from ..index import (
 from ._corpus import Corpus
 from ._damage import DAMAGE, note_damage, recount, size_of, time_at, times_of
 from ._hits import Candidate, Doc, Hit, Line
-from ._reads import Reader
+from ._reads import Reader, summary_positions
 from ._request import Filters
 from ._windows import Layout, in_run_window
 
@@ -311,7 +311,8 @@ class Ranker:
                 del records[key]
                 continue
             asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
-        read = dict(zip(records, await self._reader.messages(asked), strict=True))
+        summaries = [summary_positions(runs[key].row) for key in records]
+        read = dict(zip(records, await self._reader.messages(asked, summaries), strict=True))
         times = {key: times_of(self._reader.unreadable, runs[key].row) for key in records}
         hits: list[Hit] = []
         for found, window in zip(candidates, windows, strict=True):
@@ -351,7 +352,8 @@ class Ranker:
         if first == 0 or run.record is None:
             return []
         seqs = decode_ints(run.row.seqs)
-        [messages] = await self._reader.messages([(run.record, {p: seqs[p] for p in range(first)})])
+        asked = [(run.record, {p: seqs[p] for p in range(first)})]
+        [messages] = await self._reader.messages(asked, [summary_positions(run.row)])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _postings(

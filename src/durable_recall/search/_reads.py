@@ -9,16 +9,17 @@ says so), and the rest is shown.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from pydantic_ai.messages import ModelMessage
 
 from ..base import CorruptRunError, CorruptSnapshotError, RunRecord
-from ..history import strip_artifacts
-from ..index import Unreadable
+from ..history import strip_artifacts, summary_view
+from ..index import ROLE_NAMES, IndexedRunRow, Unreadable, decode_ints
 from ._corpus import Corpus
+from ._damage import DAMAGE
 
-__all__ = ('Reader',)
+__all__ = ('Reader', 'summary_positions')
 
 
 class Reader:
@@ -26,7 +27,7 @@ class Reader:
 
     def __init__(self, corpus: Corpus, *, max_cached_messages: int = 2048) -> None:
         self._corpus = corpus
-        self._shown: OrderedDict[tuple[str, str, int], ModelMessage] = OrderedDict()
+        self._shown: OrderedDict[tuple[str, str, int, bool], ModelMessage] = OrderedDict()
         self._max_shown = max_cached_messages
         self.unreadable: list[Unreadable] = []
         """What could not be read since the owner last reset it."""
@@ -47,28 +48,39 @@ class Reader:
                 self.unreadable.append(error)
         return records
 
-    async def messages(self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]]) -> list[dict[int, ModelMessage]]:
+    async def messages(
+        self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]], summaries: Sequence[Collection[int]] = ()
+    ) -> list[dict[int, ModelMessage]]:
         """Record messages by position, per run asked, from recent answers or one read of the corpus.
 
+        A position in the run's `summaries` (the index's `summary` role) is the summary its log
+        entry carries (`summary_view`); any other is the entry with compaction artifacts removed.
         A warm process re-shows messages, so they are cached; keyed by the run's token too, since a
         deleted run id registered again reuses log numbers.
         """
         cache = self._shown
-        unread: dict[str, list[int]] = {}
-        for run, seqs in asked:
-            missing = [seq for seq in seqs.values() if (run.run_id, run.token, seq) not in cache]
-            if missing:
-                unread.setdefault(run.run_id, []).extend(missing)
+        views = [
+            (run, seqs, summaries[index] if index < len(summaries) else ()) for index, (run, seqs) in enumerate(asked)
+        ]
+        unread: dict[str, set[int]] = {}
+        for run, seqs, summary in views:
+            for position, seq in seqs.items():
+                if (run.run_id, run.token, seq, position in summary) not in cache:
+                    unread.setdefault(run.run_id, set()).add(seq)
         if unread:
-            tokens = {run.run_id: run.token for run, _ in asked}
-            for run_id, found in (await self._read_logs(unread)).items():
-                for seq, message in found.items():
-                    cache[run_id, tokens[run_id], seq] = strip_artifacts(message) or message
+            wanted = {run_id: sorted(seqs) for run_id, seqs in unread.items()}
+            found = await self._read_logs(wanted)
+            for run, seqs, summary in views:
+                stored = found.get(run.run_id, {})
+                for position, seq in seqs.items():
+                    message = stored.get(seq)
+                    if message is not None:
+                        cache[run.run_id, run.token, seq, position in summary] = _view(message, position in summary)
         out: list[dict[int, ModelMessage]] = []
-        for run, seqs in asked:
+        for run, seqs, summary in views:
             messages: dict[int, ModelMessage] = {}
             for position, seq in seqs.items():
-                key = (run.run_id, run.token, seq)
+                key = (run.run_id, run.token, seq, position in summary)
                 message = cache.get(key)
                 if message is not None:
                     cache.move_to_end(key)
@@ -91,3 +103,25 @@ class Reader:
             except CorruptSnapshotError as error:
                 self.unreadable.append(error)
         return out
+
+
+def _view(message: ModelMessage, summary: bool) -> ModelMessage:
+    """A stored message as the record holds it: its summary view, or without compaction artifacts."""
+    if summary:
+        return summary_view(message) or message
+    return strip_artifacts(message) or message
+
+
+_SUMMARY = ROLE_NAMES.index('summary')
+
+
+def summary_positions(row: IndexedRunRow) -> frozenset[int]:
+    """The record positions of a run that hold compaction summaries (none where its roles do not decode).
+
+    Damaged roles are noted where the search filters on them; here the messages read back plainly.
+    """
+    try:
+        roles = decode_ints(row.roles)
+    except DAMAGE:
+        return frozenset()
+    return frozenset(position for position, role in enumerate(roles) if role == _SUMMARY)

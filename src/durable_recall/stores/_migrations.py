@@ -64,6 +64,10 @@ analyzer built an index is data, not an assumption: a release with another analy
 migration that rebuilds the index and writes its own name, and a release older than the database
 refuses it (`check_version`) instead of searching an index its analyzer did not build.
 
+Version 8 rebuilds the index (`INDEX_VERSION` 5): the record now keeps each compaction summary a
+run's snapshots carried once, as a message of its own with the role `summary` (a new role code,
+appended), and the fold state remembers the summaries of the last snapshot.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

@@ -172,4 +172,10 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
         ANALYZER_ROW,
     ),
+    (
+        # Version 8: compaction summaries are recorded and indexed once, with the role `summary`
+        # (`INDEX_VERSION` 5): rebuild the index.
+        *POSTGRES_INDEX_RESET,
+        "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
+    ),
 )

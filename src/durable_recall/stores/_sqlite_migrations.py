@@ -176,4 +176,10 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
         ANALYZER_ROW,
     ),
+    (
+        # Version 8: compaction summaries are recorded and indexed once, with the role `summary`
+        # (`INDEX_VERSION` 5): rebuild the index.
+        *SQLITE_INDEX_RESET,
+        "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
 )

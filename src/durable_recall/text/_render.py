@@ -17,12 +17,14 @@ What is indexed, part by part:
   result's keys are often data (a mapping by file or customer name). The tool name is not repeated:
   the call already carries it;
 * retries, from a tool or about the output: the feedback text, or the validation errors as JSON;
-* a compaction summary an application wrote into a request.
+* a compaction summary an application wrote into a request, and the record's view of a
+  harness summary (`history.summary_view`: a plain `CompactionPart` holding its text).
 
 Never indexed, and not displayed either: thinking, files, native (provider-run) tool parts, a
 provider's compaction of a response, bookkeeping parts (tool availability, capability loading,
 model settings, instruction baselines), parts this version does not know, the marker request a
-`SlidingWindowCompaction` writes, the harness's compaction summaries and receipts, and the search
+`SlidingWindowCompaction` writes, the harness's compaction summaries and receipts as stored (the
+record holds each summary once, in its own view), and the search
 tool's own calls and returns. Those last ones would echo: a later search would find earlier search
 results, which quote the originals, and often rank them above the originals.
 """

@@ -12,15 +12,25 @@ __all__ = ('ROLES', 'Role', 'message_role', 'message_time')
 
 
 def message_role(message: ModelMessage) -> Role:
-    """The role a message counts as for filtering: a request with tool returns is `tool`."""
+    """The role a message counts as for filtering: a request with tool returns is `tool`.
+
+    A request that holds nothing but compaction summaries (the record's view of a summary, or one an
+    application wrote) is `summary`: it restates the conversation, so a search can leave it out.
+    """
     if isinstance(message, ModelResponse):
         return 'assistant'
     kinds = {part.part_kind for part in message.parts}
+    if kinds and kinds - _BOOKKEEPING == {'compaction'}:
+        return 'summary'
     if kinds & {'tool-return', 'retry-prompt'}:
         return 'tool'
     if kinds and kinds <= {'system-prompt', 'instruction-delta', 'instruction-baseline'}:
         return 'system'
     return 'user'
+
+
+_BOOKKEEPING = frozenset({'instruction-delta', 'instruction-baseline'})
+"""Parts core may add to any request, which do not change whose it is."""
 
 
 def message_time(message: ModelMessage, started_at: datetime) -> datetime:
