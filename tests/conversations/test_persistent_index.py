@@ -8,8 +8,11 @@ same string. A counting store fails a test that re-reads what it must not.
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -18,10 +21,11 @@ from pathlib import Path
 import anyio
 import pytest
 from pydantic_ai.conversation import Conversation, ConversationTypeAdapter
-from pydantic_ai.conversation_store import ConversationEntry
+from pydantic_ai.conversation_store import ConversationEntry, ConversationStore
 
 from durable_recall.base import RunRecord
 from durable_recall.conversations import ConversationStoreSource, PostgresConversationStore, SqliteConversationStore
+from durable_recall.conversations._migrations import SQLITE_META, SQLITE_MIGRATIONS
 from durable_recall.conversations.postgres import PostgresEntryLog
 from durable_recall.conversations.sqlite import SqliteEntryLog
 from durable_recall.history import RunHistory
@@ -30,9 +34,11 @@ from durable_recall.search import SearchEngine, SearchRequest
 from durable_recall.text import DEFAULT_SKIP_TOOLS
 
 from ._helpers import echo_agent
+from .conftest import ConversationKit, close_store
 
 pytestmark = pytest.mark.anyio
 
+_ROOT = Path(__file__).resolve().parents[2]
 WORDS = [
     'alpha',
     'bravo',
@@ -181,7 +187,7 @@ async def answers(search: SearchEngine, conversations: Sequence[str], *, all_sco
     return out
 
 
-async def chat(store: Store, cid: str, turns: int, rng: random.Random, *, scope: str | None = None) -> None:
+async def chat(store: ConversationStore, cid: str, turns: int, rng: random.Random, *, scope: str | None = None) -> None:
     agent = echo_agent()
     for _ in range(turns):
         prompt = ' '.join(rng.choice(WORDS) for _ in range(rng.randint(2, 7)))
@@ -363,3 +369,93 @@ async def _scope_docs(kit: Kit, cid: str) -> int:
         status = await PostgresIndex(log.connector).status(cid, all_scopes=False)
     assert not status.pending
     return status.docs
+
+
+async def test_a_version_1_file_is_migrated_and_its_conversations_indexed(tmp_path: Path) -> None:
+    # Rows written by a store, copied into a file that holds only conversation schema version 1.
+    written = tmp_path / 'written.db'
+    store = SqliteConversationStore(written)
+    try:
+        await chat(store, 'old-1', 4, random.Random(1))
+        loaded = await store.load('old-1')
+        assert loaded is not None
+        await store.save(await echo_agent().run('remember juliet zulu', conversation=loaded))
+    finally:
+        await store.aclose()
+    old = tmp_path / 'v1.db'
+    with closing(sqlite3.connect(old, isolation_level=None)) as conn:
+        conn.execute(SQLITE_META)
+        for statement in SQLITE_MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO drc_meta (key, value) VALUES ('schema_version', '1')")
+        conn.execute('ATTACH DATABASE ? AS written', (str(written),))
+        for table in ('drc_records', 'drc_branches', 'drc_entries'):
+            conn.execute(f'INSERT INTO {table} SELECT * FROM written.{table}')
+        conn.execute('DETACH DATABASE written')
+
+    upgraded = SqliteConversationStore(old)
+    try:
+        answer = await engine(ConversationStoreSource(upgraded)).search(
+            SearchRequest(query='zulu'), scope='conversation', conversation_id='old-1'
+        )
+    finally:
+        await upgraded.aclose()
+    assert 'remember juliet zulu' in answer
+    with closing(sqlite3.connect(old)) as conn:
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('2',)
+        assert conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall() == [('old-1', 10)]
+
+
+async def test_a_corrupt_entry_is_named_in_the_answer_not_raised(sql_conversation_kit: ConversationKit) -> None:
+    kit = sql_conversation_kit
+    rng = random.Random(9)
+    await chat(kit.store, 'hurt', 3, rng)
+    await chat(kit.store, 'fine', 3, rng)
+    (entry_id,) = (await kit.query('SELECT entry_id FROM {entries} WHERE parent_id IS NULL ORDER BY entry_id'))[0]
+    await kit.query('UPDATE {entries} SET body = ? WHERE entry_id = ?', b'{"kind": "nonsense"}', entry_id)
+    reader = kit.reopen()
+    try:
+        answer = await engine(ConversationStoreSource(reader)).search(
+            SearchRequest(query='noted'), scope='all', conversation_id=None
+        )
+    finally:
+        await close_store(reader)
+    assert 'could not be read' in answer and entry_id in answer
+    assert 'matches for' in answer  # the conversation that reads is still searched
+
+
+def _search_in_processes(kit: ConversationKit, tmp_path: Path, cid: str, go: Path) -> list[subprocess.Popen[str]]:
+    location = str(kit.sqlite_path) if kit.sqlite_path is not None else str(kit.postgres_url)
+    command = [sys.executable, '-m', 'tests.conversations._search_worker', kit.backend, location]
+    command += [kit.postgres_schema or '-', cid, str(go), *QUERIES]
+    workers = [subprocess.Popen(command, cwd=_ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == 'ready'
+    return workers
+
+
+async def test_two_os_processes_catching_up_one_conversation(
+    sql_conversation_kit: ConversationKit, tmp_path: Path
+) -> None:
+    kit = sql_conversation_kit
+    await chat(kit.store, 'shared', 40, random.Random(13))
+    go = tmp_path / 'go'
+    workers = _search_in_processes(kit, tmp_path, 'shared', go)
+    try:
+        go.touch()  # both cold, both find the conversation unindexed, both catch it up
+        outputs = [json.loads(worker.communicate(timeout=120)[0]) for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    assert [worker.returncode for worker in workers] == [0, 0]
+    in_memory = engine(InMemory(ConversationStoreSource(kit.store)))
+    expected = [
+        await in_memory.search(SearchRequest(query=query), scope='conversation', conversation_id='shared')
+        for query in QUERIES
+    ]
+    assert outputs[0] == outputs[1] == expected
+    indexed = await kit.query("SELECT docs FROM {index_scopes} WHERE conversation_id = 'shared'")
+    assert indexed == [(80,)]  # every message once
+    assert await kit.query('SELECT COUNT(*) FROM {index_runs}') == [(1,)]
+    assert await kit.query('SELECT COUNT(*) FROM {pending}') == [(0,)]

@@ -26,9 +26,7 @@ is indexed twice. A source with a `scope` searched with `scope='all'` needs stat
 
 from __future__ import annotations
 
-import json
 import uuid
-import zlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -39,14 +37,16 @@ from ..conversations import (
     ConversationEntry,
     ConversationRecord,
     ConversationStoreSource,
+    CorruptConversationError,
     EntryLog,
     IndexedConversation,
     LogRun,
     PostgresConversationStore,
     SqliteConversationStore,
 )
-from ..history import message_hashes, strip_artifacts
-from ..index import Folded, IndexedRunRow, Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
+from ..history import strip_artifacts
+from ..index import Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
+from ._entry_feed import EntryFeed, decode_state, run_record
 from ._source_corpus import SourceCorpus
 
 __all__ = ('ConversationCorpus', 'conversation_corpus')
@@ -74,87 +74,6 @@ def conversation_corpus(source: ConversationStoreSource) -> ConversationCorpus |
     return None
 
 
-class _View:
-    """A run's record as catch-up reads it: its length, and the messages new since the index row."""
-
-    def __init__(self, size: int, messages: Mapping[int, ModelMessage]) -> None:
-        self._size = size
-        self._messages = messages
-        positions = sorted(messages)
-        self._hashes = dict(zip(positions, message_hashes([messages[p] for p in positions]), strict=True))
-
-    def __len__(self) -> int:
-        return self._size
-
-    def message(self, position: int) -> ModelMessage:
-        return self._messages[position]
-
-    def hash(self, position: int) -> str:
-        return self._hashes[position]
-
-    def seq(self, position: int) -> int:
-        return position  # a run's entry ids by position are in its index state
-
-
-def _encode_state(head: str | None, depth: int, ids: Sequence[str]) -> bytes:
-    return zlib.compress(json.dumps({'head': head, 'depth': depth, 'ids': list(ids)}).encode())
-
-
-def _decode_state(run_id: str, row: IndexedRunRow) -> tuple[str | None, int, list[str]]:
-    try:
-        state = json.loads(zlib.decompress(row.state))
-        return state['head'], int(state['depth']), [str(entry_id) for entry_id in state['ids']]
-    except (ValueError, KeyError, TypeError, zlib.error) as error:
-        raise CorruptSnapshotError(run_id, row.seen, f'the index state does not read ({error})') from error
-
-
-class _Feed:
-    """Catch-up's record feed: each run's entries since its index row, from the entry log."""
-
-    def __init__(self, corpus: ConversationCorpus) -> None:
-        self._corpus = corpus
-
-    async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
-        return {run_id: _record(run) for run_id, run in (await self._corpus.log_runs(run_ids)).items()}
-
-    async def fold(self, run: RunRecord, row: IndexedRunRow | None) -> Folded:
-        corpus = self._corpus
-        found = (await corpus.log.runs([run.run_id])).get(run.run_id)  # read after the row: never older than it
-        if found is None:
-            raise CorruptSnapshotError(run.run_id, -1, 'the conversation changed while it was indexed')
-        if row is None or not row.state:
-            ids = await corpus.line(found)
-            kept, messages = await corpus.messages(ids, 0)
-            state = _encode_state(found.head, found.skip + len(ids), kept)
-            return Folded(_View(len(kept), messages), dict.fromkeys(messages), found.skip + len(ids), state)
-        head, depth, kept = _decode_state(run.run_id, row)
-        if head == found.head:
-            return Folded(_View(len(kept), {}), {}, row.seen, row.state)
-        new = await corpus.log.walk(found.head, head) if head is not None and found.head is not None else None
-        if new is None:
-            corpus.stale.add(run.conversation_id or '')
-            raise CorruptSnapshotError(run.run_id, row.seen, 'the conversation was rewritten while it was indexed')
-        added, messages = await corpus.messages(new, len(kept))
-        kept += added
-        state = _encode_state(found.head, depth + len(new), kept)
-        return Folded(_View(len(kept), messages), dict.fromkeys(messages), depth + len(new), state)
-
-
-def _record(run: LogRun) -> RunRecord:
-    """The run record `ConversationStoreSource` gives for the same run, but for its token.
-
-    The token names the registration: the index's log numbers are positions, and a process that
-    cached a message of position 7 before a rewrite must not show it for the new position 7.
-    """
-    return RunRecord(
-        run_id=run.run_id,
-        conversation_id=run.conversation_id,
-        metadata=dict(run.metadata),
-        started_at=run.started_at,
-        token=run.token,  # as the source's (the conversation id) to the engine, but new per registration
-    )
-
-
 class ConversationCorpus:
     """A SQL conversation store's persistent index, caught up from its entry log (see the module docstring)."""
 
@@ -162,12 +81,12 @@ class ConversationCorpus:
         self._source = source
         self.log = log
         self._storage = storage
-        self._indexer = Indexer(storage, _Feed(self))
+        self._indexer = Indexer(storage, EntryFeed(self))
         self._fallback: SourceCorpus | None = None
         self._active: IndexStorage = storage
         self._bodies: dict[str, ConversationEntry] = {}
-        self.stale: set[str] = set()
-        """Conversations a fold found rewritten under it: re-registered before the refresh returns."""
+        self.stale: dict[str, str] = {}
+        """Runs (to their conversations) a fold found changed under it: re-registered before the refresh returns."""
 
     @property
     def storage(self) -> IndexStorage:
@@ -187,16 +106,18 @@ class ConversationCorpus:
             return result
         self._active = self._storage
         store = self._source.store
+        problems: list[Unreadable] = []
         try:
+            # What the index holds first, then the store: a conversation created in between is not forgotten.
             if all_scopes:
-                records = list(await store.read_records())
                 held = await self.log.indexed(None)
+                records = list(await store.read_records())
                 for gone in held.keys() - {record.conversation_id for record in records}:
                     await self.log.reset(gone, held[gone].revision, None, [])
             else:
                 assert conversation_id is not None, 'a conversation-scoped search names its conversation'
-                record = await store.read_record(conversation_id)
                 held = await self.log.indexed([conversation_id])
+                record = await store.read_record(conversation_id)
                 if record is None:
                     if conversation_id in held:
                         await self.log.reset(conversation_id, held[conversation_id].revision, None, [])
@@ -205,23 +126,38 @@ class ConversationCorpus:
                     return ScopeStatus(generation='', pending=[], docs=0, length=0), []  # not this source's
                 records = [record]
             for record in records:
-                await self._sync(record, held.get(record.conversation_id))
+                problems += await self._synced(record, held.get(record.conversation_id))
             status = await self._storage.status(conversation_id, all_scopes=all_scopes)
             if not status.pending:
-                return status, []
-            problems = await self._indexer.catch_up(status.pending, progress)
+                return status, problems
+            problems += await self._indexer.catch_up(status.pending, progress)
             if self.stale:
-                problems = [problem for problem in problems if _conversation(problem) not in self.stale]
-                for cid in sorted(self.stale):
+                problems = [problem for problem in problems if problem.run_id not in self.stale]
+                for cid in sorted(set(self.stale.values())):
                     current = await store.read_record(cid)
-                    if current is not None:
-                        await self._sync(current, None, force=True)
+                    held = await self.log.indexed([cid])
+                    if current is None:
+                        if cid in held:
+                            await self.log.reset(cid, held[cid].revision, None, [])
+                    else:
+                        problems += await self._synced(current, held.get(cid), force=True)
                 self.stale.clear()
                 status = await self._storage.status(conversation_id, all_scopes=all_scopes)
                 problems += await self._indexer.catch_up(status.pending, progress)
             return await self._storage.status(conversation_id, all_scopes=all_scopes), problems
         finally:
             self._bodies = {}
+            self.stale.clear()
+
+    async def _synced(
+        self, record: ConversationRecord, held: IndexedConversation | None, *, force: bool = False
+    ) -> list[Unreadable]:
+        """`_sync`, with a conversation whose entries do not read named instead of raised (it stays unindexed)."""
+        try:
+            await self._sync(record, held, force=force)
+        except CorruptConversationError as error:
+            return [CorruptSnapshotError(record.conversation_id, -1, str(error))]
+        return []
 
     async def _sync(self, record: ConversationRecord, held: IndexedConversation | None, *, force: bool = False) -> None:
         """Make the index's runs of one conversation match its record (see the module docstring)."""
@@ -329,7 +265,7 @@ class ConversationCorpus:
         """Run records by id, as `ConversationStoreSource` gives them."""
         if self._active is not self._storage and self._fallback is not None:
             return await self._fallback.get_runs(run_ids)
-        return {run_id: _record(run) for run_id, run in (await self.log_runs(run_ids)).items()}
+        return {run_id: run_record(run) for run_id, run in (await self.log_runs(run_ids)).items()}
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         """Messages by run and position: entry ids from the runs' index states, bodies in one read."""
@@ -341,7 +277,7 @@ class ConversationCorpus:
             row = rows.get(run_id)
             if row is None or not row.state:
                 continue
-            _, _, ids = _decode_state(run_id, row)
+            _, _, ids = decode_state(run_id, row)
             by_run[run_id] = {seq: ids[seq] for seq in seqs if 0 <= seq < len(ids)}
         bodies = await self.log.entries([entry_id for ids in by_run.values() for entry_id in ids.values()])
         out: dict[str, dict[int, ModelMessage]] = {}
@@ -361,8 +297,3 @@ def _started_at(bodies: Mapping[str, ConversationEntry], ids: Sequence[str]) -> 
         if message is not None and message.timestamp is not None:
             return message.timestamp.astimezone(UTC)
     return None
-
-
-def _conversation(problem: Unreadable) -> str:
-    run_id = getattr(problem, 'run_id', '')
-    return str(run_id).split(_BRANCH, 1)[0]
