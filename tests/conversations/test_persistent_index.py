@@ -13,6 +13,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -29,10 +30,11 @@ from durable_recall.conversations._migrations import SQLITE_META, SQLITE_MIGRATI
 from durable_recall.conversations.postgres import PostgresEntryLog
 from durable_recall.conversations.sqlite import SqliteEntryLog
 from durable_recall.history import RunHistory
-from durable_recall.index import Bm25Params
+from durable_recall.index import Bm25Params, record_text_terms
 from durable_recall.search import SearchEngine, SearchRequest
-from durable_recall.text import DEFAULT_SKIP_TOOLS
+from durable_recall.text import DEFAULT_SKIP_TOOLS, tokenize
 
+from ..search._oracle import rank
 from ._helpers import echo_agent
 from .conftest import ConversationKit, close_store
 
@@ -459,3 +461,46 @@ async def test_two_os_processes_catching_up_one_conversation(
     assert indexed == [(80,)]  # every message once
     assert await kit.query('SELECT COUNT(*) FROM {index_runs}') == [(1,)]
     assert await kit.query('SELECT COUNT(*) FROM {pending}') == [(0,)]
+
+
+@pytest.mark.parametrize('query', ['alpha', 'bravo charlie delta', 'noted kilo', 'papa mike oscar lima'])
+async def test_rankings_equal_the_exact_bm25_oracle(kit: Kit, query: str) -> None:
+    rng = random.Random(17)
+    store = kit.open()
+    await chat(store, 'c-1', 10, rng)
+    loaded = await store.load('c-1')
+    assert loaded is not None
+    branched = await store.branch('c-1', at=6, expected_revision=loaded.revision)
+    await store.save(await echo_agent().run('golf hotel india regenerated', conversation=branched))
+    await chat(store, 'c-1', 3, rng)
+    await chat(store, 'c-2', 4, rng)
+
+    source = ConversationStoreSource(kit.open())
+    search = SearchEngine(
+        source=source,
+        params=Bm25Params(),
+        max_matches=1_000,
+        context_lines=0,
+        max_result_bytes=10_000_000,
+        skip_tools=DEFAULT_SKIP_TOOLS,
+    )
+    outcome = await search.rank(SearchRequest(query=query), scope='conversation', conversation_id='c-1')
+    found = [(hit.candidate.run_id, hit.candidate.position, hit.candidate.score) for hit in outcome.hits]
+
+    documents: list[tuple[str, int]] = []
+    texts: list[list[str]] = []
+    for run in await source.list_runs(conversation_id='c-1'):  # corpus order: oldest first message first
+        history = await source.run_history(run.run_id)
+        assert history is not None
+        for position, message in enumerate(history.messages):
+            documents.append((run.run_id, position))
+            texts.append(record_text_terms(message))
+    record = await store.read_record('c-1')
+    assert record is not None and {run_id for run_id, _ in documents} == {'c-1', f'c-1#branch:{record.branches[0]}'}
+    ranked = rank(tokenize(query), [Counter(text) for text in texts], [len(text) for text in texts], Bm25Params())
+    expected = [(*documents[index], score) for index, score in ranked]
+    assert [(run_id, position) for run_id, position, _ in found] == [
+        (run_id, position) for run_id, position, _ in expected
+    ]
+    assert [score for *_, score in found] == pytest.approx([score for *_, score in expected], rel=1e-9)
+    assert outcome.total == len(documents)
