@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,12 @@ from pydantic_ai.conversation import Conversation, ConversationTypeAdapter
 from pydantic_ai.conversation_store import ConversationEntry, ConversationStore
 
 from durable_recall.base import RunRecord
-from durable_recall.conversations import ConversationStoreSource, PostgresConversationStore, SqliteConversationStore
+from durable_recall.conversations import (
+    ConversationStoreSource,
+    LogRun,
+    PostgresConversationStore,
+    SqliteConversationStore,
+)
 from durable_recall.conversations._migrations import SQLITE_META, SQLITE_MIGRATIONS
 from durable_recall.conversations.postgres import PostgresEntryLog
 from durable_recall.conversations.sqlite import SqliteEntryLog
@@ -69,6 +74,13 @@ class Counts:
     histories: int = 0
     bodies: int = 0
     read: list[str] = field(default_factory=list[str])
+    after_runs: Callable[[], Awaitable[None]] | None = None
+    """Called once, after the index's first read of its runs (a concurrent change landing mid-catch-up)."""
+
+    async def ran(self) -> None:
+        hook, self.after_runs = self.after_runs, None
+        if hook is not None:
+            await hook()
 
 
 class CountingSqliteLog(SqliteEntryLog):
@@ -80,6 +92,11 @@ class CountingSqliteLog(SqliteEntryLog):
         found = await super().entries(entry_ids)
         self.counts.bodies += len(found)
         self.counts.read += found
+        return found
+
+    async def runs(self, run_ids: Sequence[str]) -> dict[str, LogRun]:
+        found = await super().runs(run_ids)
+        await self.counts.ran()
         return found
 
 
@@ -103,6 +120,11 @@ class CountingPostgresLog(PostgresEntryLog):
         found = await super().entries(entry_ids)
         self.counts.bodies += len(found)
         self.counts.read += found
+        return found
+
+    async def runs(self, run_ids: Sequence[str]) -> dict[str, LogRun]:
+        found = await super().runs(run_ids)
+        await self.counts.ran()
         return found
 
 
@@ -504,3 +526,20 @@ async def test_rankings_equal_the_exact_bm25_oracle(kit: Kit, query: str) -> Non
     ]
     assert [score for *_, score in found] == pytest.approx([score for *_, score in expected], rel=1e-9)
     assert outcome.total == len(documents)
+
+
+async def test_a_conversation_deleted_while_it_is_caught_up_leaves_no_trace(kit: Kit) -> None:
+    store = kit.open()
+    await chat(store, 'doomed', 4, random.Random(2))
+    await chat(store, 'kept', 2, random.Random(4))
+    reader = kit.open()
+
+    async def delete() -> None:
+        await store.delete('doomed')
+
+    reader.counts.after_runs = delete  # lands after catch-up listed the runs, before it reads them
+    search = engine(ConversationStoreSource(reader))
+    answer = await search.search(SearchRequest(query='noted'), scope='all', conversation_id=None)
+    assert 'could not be read' not in answer and 'doomed' not in answer and 'run: kept' in answer
+    assert await answers(search, ['doomed', 'kept']) == await same_as_in_memory(kit.open(), ['doomed', 'kept'])
+    assert await _scope_docs(kit, 'doomed') == 0

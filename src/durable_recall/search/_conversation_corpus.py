@@ -165,7 +165,7 @@ class ConversationCorpus:
         current: ConversationRecord | None = record
         for _ in range(_RETRIES):
             if current is None:
-                if held is not None and await self.log.reset(cid, held.revision, None, []):
+                if held is None or await self.log.reset(cid, held.revision, None, []):
                     return
             elif held is not None and held.revision == current.revision and not force:
                 return

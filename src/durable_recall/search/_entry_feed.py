@@ -82,7 +82,8 @@ class EntryFeed:
     async def _fold(self, run: RunRecord, row: IndexedRunRow | None) -> Folded:
         corpus = self._corpus
         found = (await corpus.log.runs([run.run_id])).get(run.run_id)  # read after the row: never older than it
-        if found is None:
+        if found is None:  # deleted or registered anew since catch-up listed it: look again
+            corpus.stale[run.run_id] = run.conversation_id or ''
             raise CorruptSnapshotError(run.run_id, -1, 'the conversation changed while it was indexed')
         if row is None or not row.state:
             ids = await corpus.line(found)
