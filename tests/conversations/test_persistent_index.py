@@ -543,3 +543,20 @@ async def test_a_conversation_deleted_while_it_is_caught_up_leaves_no_trace(kit:
     assert 'could not be read' not in answer and 'doomed' not in answer and 'run: kept' in answer
     assert await answers(search, ['doomed', 'kept']) == await same_as_in_memory(kit.open(), ['doomed', 'kept'])
     assert await _scope_docs(kit, 'doomed') == 0
+
+
+async def test_other_stores_and_options_keep_the_in_memory_path(tmp_path: Path) -> None:
+    from pydantic_ai.conversation_store import InMemoryConversationStore
+
+    from durable_recall.search._conversation_corpus import ConversationCorpus
+    from durable_recall.search._engine import corpus_for
+    from durable_recall.search._source_corpus import SourceCorpus
+
+    ours = SqliteConversationStore(tmp_path / 'ours.db')
+    try:
+        assert isinstance(corpus_for(ConversationStoreSource(ours)), ConversationCorpus)
+        assert isinstance(corpus_for(ConversationStoreSource(ours, scope='tenant')), ConversationCorpus)
+        assert isinstance(corpus_for(ConversationStoreSource(ours, branches=False)), SourceCorpus)
+    finally:
+        await ours.aclose()
+    assert isinstance(corpus_for(ConversationStoreSource(InMemoryConversationStore())), SourceCorpus)
