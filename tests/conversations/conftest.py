@@ -19,6 +19,21 @@ from pydantic_ai.conversation_store import ConversationStore, InMemoryConversati
 
 from durable_recall.conversations import PostgresConversationStore, SqliteConversationStore
 
+TABLES = (
+    'meta',
+    'records',
+    'branches',
+    'entries',
+    'runs',
+    'index_conversations',
+    'pending',
+    'index_scopes',
+    'index_runs',
+    'index_postings',
+    'index_hashes',
+)
+"""Every table of conversation schema version 2, by placeholder name (each is `drc_<name>`)."""
+
 
 @dataclass
 class ConversationKit:
@@ -33,7 +48,7 @@ class ConversationKit:
 
     async def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """Run SQL against the store's tables: `{records}`-style names, `?` placeholders."""
-        names = {name: f'drc_{name}' for name in ('meta', 'records', 'branches', 'entries')}
+        names = {name: f'drc_{name}' for name in TABLES}
         if self.sqlite_path is not None:
             with closing(sqlite3.connect(self.sqlite_path, isolation_level=None)) as conn:
                 return conn.execute(sql.format(**names), params).fetchall()

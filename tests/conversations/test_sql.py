@@ -15,7 +15,7 @@ from durable_recall import SqliteStepStore, StoreConfigurationError
 from durable_recall.conversations import CorruptConversationError, PostgresConversationStore, SqliteConversationStore
 
 from ._helpers import echo_agent
-from .conftest import ConversationKit
+from .conftest import TABLES, ConversationKit
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +51,11 @@ async def test_a_corrupt_record_is_named(sql_conversation_kit: ConversationKit) 
 async def test_tables_and_schema_version(sql_conversation_kit: ConversationKit) -> None:
     kit = sql_conversation_kit
     await _saved(kit)
-    assert await kit.query("SELECT value FROM {meta} WHERE key = 'schema_version'") == [('1',)]
+    assert await kit.query("SELECT value FROM {meta} WHERE key = 'schema_version'") == [('2',)]
+    # Version 2's index tables, by their durable names (compatibility data: renamed only by a migration).
+    for name in TABLES:
+        assert await kit.query(f'SELECT COUNT(*) FROM {{{name}}}') is not None
+    assert len(await kit.query("SELECT value FROM {meta} WHERE key = 'index_generation'")) == 1
     await kit.query("UPDATE {meta} SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(StoreConfigurationError, match='conversation schema version 99'):
         store = kit.reopen()

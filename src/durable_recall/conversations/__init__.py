@@ -5,7 +5,9 @@ revision) and stores it through a `ConversationStore`, whose base class does loa
 fork and delete over five storage primitives. Core ships only an in-memory store; this package
 adds durable ones (`SqliteConversationStore`, `PostgresConversationStore`) that can share a database
 with the step store, and `ConversationStoreSource`, which lets `ConversationSearch` recall what any
-conversation store holds, including what `limit` loads stopped sending long ago.
+conversation store holds, including what `limit` loads stopped sending long ago. Over our SQL
+stores the search reads a persistent index kept in the store's own database (`EntryLog`: what it
+reads of the entry log), caught up from the entries saved since it was last indexed.
 
 For workflow code: `idempotent_save` (a save a retry recognises as its own) and
 `DurableConversationStore`, the engine-free base of `durable_recall.temporal.TemporalConversationStore`
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._api import ConversationEntry, ConversationRecord
 from ._durable import DurableConversationStore, LoadConversation, LoadedConversation, SaveConversation
+from ._entry_log import EntryLog, IndexedConversation, LogRun
 from ._errors import CorruptConversationError
 from ._idempotent import ConversationSaved, idempotent_save, save_revision
 from ._source import ConversationStoreSource
@@ -29,12 +33,17 @@ if TYPE_CHECKING:
     from .sqlite import SqliteConversationStore
 
 __all__ = (
+    'ConversationEntry',
+    'ConversationRecord',
     'ConversationSaved',
     'ConversationStoreSource',
     'CorruptConversationError',
     'DurableConversationStore',
+    'EntryLog',
+    'IndexedConversation',
     'LoadConversation',
     'LoadedConversation',
+    'LogRun',
     'PostgresConversationStore',
     'SaveConversation',
     'SqliteConversationStore',

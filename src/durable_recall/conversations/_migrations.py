@@ -17,8 +17,22 @@ Version 1:
 * `drc_entries`: a row per `ConversationEntry`: id, parent id, lineage, kind and message body. A
   lineage index lets a delete walk only the entries that could have become unreachable.
 
-Postgres statements name tables through `{meta}`, `{records}`, `{branches}` and `{entries}`, which
-the store fills with (optionally schema-qualified) identifiers; ids use the "C" collation so that
+Version 2, the search index over the entry log (the step store's index layout, `drc_` tables; see
+`durable_recall.search`'s conversation corpus):
+
+* `drc_runs`: the runs the search sees (a conversation's live history, run id = conversation id;
+  each branch with messages of its own, run id `'<conversation id>#branch:<tip>'`): the
+  conversation, its `ConversationStore` scope, the run's start, its record's metadata, the entry it
+  ends at (`head`), how many leading entries of that line it leaves to other runs (`skip`), and a
+  token new each time the run is registered (a process's cached messages of an older one never match).
+* `drc_index_conversations`: what each conversation's runs were last derived from (revision, head,
+  its depth, branch tips), so an unchanged conversation costs one comparison.
+* `drc_pending`, `drc_index_scopes`, `drc_index_runs`, `drc_index_postings`, `drc_index_hashes`:
+  the index tables themselves, as the step store's `dr_` ones, and `index_generation` in `drc_meta`.
+
+Postgres statements name tables through `{meta}`, `{records}`, `{branches}`, `{entries}` and the
+index tables' names (`{runs}`, `{pending}`, `{index_*}`, `{index_conversations}`), which the store
+fills with (optionally schema-qualified) identifiers; ids use the "C" collation so that
 Postgres compares them by code point, as Python and SQLite do.
 """
 
@@ -77,6 +91,68 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ')',
         'CREATE INDEX drc_entries_by_lineage ON drc_entries (lineage)',
     ),
+    (
+        'CREATE TABLE drc_runs ('
+        ' run_id TEXT PRIMARY KEY NOT NULL,'
+        ' conversation_id TEXT NOT NULL,'
+        ' scope TEXT,'
+        ' started_at TEXT NOT NULL,'
+        ' metadata TEXT NOT NULL,'
+        ' head TEXT,'
+        ' skip INTEGER NOT NULL,'
+        ' token TEXT NOT NULL'
+        ') WITHOUT ROWID',
+        'CREATE INDEX drc_runs_by_conversation ON drc_runs (conversation_id)',
+        'CREATE TABLE drc_index_conversations ('
+        ' conversation_id TEXT PRIMARY KEY NOT NULL,'
+        ' revision TEXT NOT NULL,'
+        ' head TEXT,'
+        ' depth INTEGER NOT NULL,'
+        ' tips TEXT NOT NULL,'
+        ' timed INTEGER NOT NULL'
+        ') WITHOUT ROWID',
+        'CREATE TABLE drc_pending ('
+        ' conversation_id TEXT NOT NULL,'
+        ' run_id TEXT NOT NULL,'
+        ' upto INTEGER NOT NULL,'
+        ' PRIMARY KEY (conversation_id, run_id)'
+        ') WITHOUT ROWID',
+        'CREATE TABLE drc_index_scopes ('
+        ' scope_key INTEGER PRIMARY KEY,'
+        ' conversation_id TEXT UNIQUE,'
+        ' generation TEXT NOT NULL,'
+        ' docs INTEGER NOT NULL,'
+        ' length INTEGER NOT NULL'
+        ')',
+        'CREATE TABLE drc_index_runs ('
+        ' run_key INTEGER PRIMARY KEY,'
+        ' run_id TEXT NOT NULL UNIQUE,'
+        ' scope_key INTEGER NOT NULL,'
+        ' started_at TEXT NOT NULL,'
+        ' seen INTEGER NOT NULL,'
+        ' first INTEGER NOT NULL,'
+        ' lengths BLOB NOT NULL,'
+        ' seqs BLOB NOT NULL,'
+        ' roles BLOB NOT NULL,'
+        ' times BLOB NOT NULL,'
+        ' state BLOB NOT NULL'
+        ')',
+        'CREATE INDEX drc_index_runs_by_scope ON drc_index_runs (scope_key, started_at, run_id)',
+        'CREATE TABLE drc_index_postings ('
+        ' scope_key INTEGER NOT NULL,'
+        ' term TEXT NOT NULL,'
+        ' chunk INTEGER NOT NULL,'
+        ' postings BLOB NOT NULL,'
+        ' PRIMARY KEY (scope_key, term, chunk)'
+        ') WITHOUT ROWID',
+        'CREATE TABLE drc_index_hashes ('
+        ' scope_key INTEGER NOT NULL,'
+        ' hash BLOB NOT NULL,'
+        ' run_key INTEGER NOT NULL,'
+        ' PRIMARY KEY (scope_key, hash)'
+        ') WITHOUT ROWID',
+        "INSERT OR IGNORE INTO drc_meta (key, value) VALUES ('index_generation', lower(hex(randomblob(16))))",
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -117,6 +193,70 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ')',
         'ALTER TABLE {entries} ALTER COLUMN body SET STORAGE EXTERNAL',
         'CREATE INDEX drc_entries_by_lineage ON {entries} (lineage)',
+    ),
+    (
+        'CREATE TABLE {runs} ('
+        ' run_id TEXT COLLATE "C" PRIMARY KEY,'
+        ' conversation_id TEXT COLLATE "C" NOT NULL,'
+        ' scope TEXT COLLATE "C",'
+        ' started_at TEXT COLLATE "C" NOT NULL,'
+        ' metadata TEXT NOT NULL,'
+        ' head TEXT COLLATE "C",'
+        ' skip INTEGER NOT NULL,'
+        ' token TEXT COLLATE "C" NOT NULL'
+        ')',
+        'CREATE INDEX drc_runs_by_conversation ON {runs} (conversation_id)',
+        'CREATE TABLE {index_conversations} ('
+        ' conversation_id TEXT COLLATE "C" PRIMARY KEY,'
+        ' revision TEXT COLLATE "C" NOT NULL,'
+        ' head TEXT COLLATE "C",'
+        ' depth INTEGER NOT NULL,'
+        ' tips TEXT NOT NULL,'
+        ' timed INTEGER NOT NULL'
+        ')',
+        'CREATE TABLE {pending} ('
+        ' conversation_id TEXT COLLATE "C" NOT NULL,'
+        ' run_id TEXT COLLATE "C" NOT NULL,'
+        ' upto INTEGER NOT NULL,'
+        ' PRIMARY KEY (conversation_id, run_id)'
+        ')',
+        'CREATE TABLE {index_scopes} ('
+        ' scope_key BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,'
+        ' conversation_id TEXT COLLATE "C" UNIQUE,'
+        ' generation TEXT NOT NULL,'
+        ' docs BIGINT NOT NULL,'
+        ' length BIGINT NOT NULL'
+        ')',
+        'CREATE TABLE {index_runs} ('
+        ' run_key BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,'
+        ' run_id TEXT COLLATE "C" NOT NULL UNIQUE,'
+        ' scope_key BIGINT NOT NULL,'
+        ' started_at TEXT COLLATE "C" NOT NULL,'
+        ' seen INTEGER NOT NULL,'
+        ' first INTEGER NOT NULL,'
+        ' lengths BYTEA NOT NULL,'
+        ' seqs BYTEA NOT NULL,'
+        ' roles BYTEA NOT NULL,'
+        ' times BYTEA NOT NULL,'
+        ' state BYTEA NOT NULL'
+        ')',
+        'CREATE INDEX drc_index_runs_by_scope ON {index_runs} (scope_key, started_at, run_id)',
+        'CREATE TABLE {index_postings} ('
+        ' scope_key BIGINT NOT NULL,'
+        ' term TEXT COLLATE "C" NOT NULL,'
+        ' chunk INTEGER NOT NULL,'
+        ' postings BYTEA NOT NULL,'
+        ' PRIMARY KEY (scope_key, term, chunk)'
+        ')',
+        'ALTER TABLE {index_postings} ALTER COLUMN postings SET STORAGE EXTERNAL',
+        'CREATE TABLE {index_hashes} ('
+        ' scope_key BIGINT NOT NULL,'
+        ' hash BYTEA NOT NULL,'
+        ' run_key BIGINT NOT NULL,'
+        ' PRIMARY KEY (scope_key, hash)'
+        ')',
+        "INSERT INTO {meta} (key, value) VALUES ('index_generation', md5(random()::text || clock_timestamp()::text))"
+        ' ON CONFLICT (key) DO NOTHING',
     ),
 )
 

@@ -19,6 +19,13 @@ search with `scope='all'` finds a shared message once under each conversation th
 It reads only the store's public primitives (`read_record`, `read_records`, `read_history`), so it
 works over `InMemoryConversationStore`, the SQL stores here, or a third party's. What it read is
 cached per conversation and revision: a search over an unchanged conversation costs one record read.
+
+That is the in-memory path: each process indexes what it reads. Over `SqliteConversationStore` and
+`PostgresConversationStore` (with `branches=True`), the search instead reads a persistent index in
+the store's own database, with the same runs, caught up from the entries saved since it was last
+indexed: a cold process re-reads no unchanged conversation, and a save that appended costs only its
+new entries. A rewrite or a new branch re-indexes that conversation; a deleted one leaves no trace.
+A source with a `scope`, searched with `scope='all'`, stays on the in-memory path.
 """
 
 from __future__ import annotations
@@ -110,6 +117,16 @@ class ConversationStoreSource:
     def store(self) -> ConversationStore:
         """The conversation store the records are read from."""
         return self._store
+
+    @property
+    def scope(self) -> str | None:
+        """The `ConversationStore` scope read (`None`: every conversation)."""
+        return self._scope
+
+    @property
+    def branches(self) -> bool:
+        """Whether the branches conversations left are searched."""
+        return self._branches
 
     def __repr__(self) -> str:
         return f'ConversationStoreSource({self._store!r}, scope={self._scope!r}, branches={self._branches!r})'

@@ -2,12 +2,14 @@
 
 Engine-neutral: the capability decides where a search runs (inline, a Temporal activity, a DBOS
 step). Over a `SnapshotHistorySource` the engine reads the store's persistent index (a cold
-process reads postings, not snapshots); over any other `HistorySource`, an in-memory index of
-the same shape (`SourceCorpus`). Ranking, filters, windows and rendering are the same code for both.
+process reads postings, not snapshots), and over a `ConversationStoreSource` of our SQL stores the
+index in that store's database (`ConversationCorpus`); over any other `HistorySource`, an in-memory
+index of the same shape (`SourceCorpus`). Ranking, filters, windows and rendering are the same code for both.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
@@ -31,9 +33,23 @@ _FIRST_WINDOWS = 3
 
 
 def corpus_for(source: HistorySource) -> Corpus:
-    """The store's own index for a `SnapshotHistorySource`; an in-memory index for any other source."""
+    """The persistent index where there is one, else an in-memory index of the source.
+
+    A `SnapshotHistorySource` reads its step store's index; a `ConversationStoreSource` over
+    `SqliteConversationStore` or `PostgresConversationStore` the index in that store's database.
+    """
     if isinstance(source, SnapshotHistorySource):
         return StoreCorpus(source.store)
+    # `conversations` needs a newer pydantic-ai; a source of it exists only if it was imported.
+    if 'durable_recall.conversations' in sys.modules:
+        from ..conversations import ConversationStoreSource
+
+        if isinstance(source, ConversationStoreSource):
+            from ._conversation_corpus import conversation_corpus
+
+            corpus = conversation_corpus(source)
+            if corpus is not None:
+                return corpus
     return SourceCorpus(source)
 
 

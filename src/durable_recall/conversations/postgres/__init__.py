@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._connect import AsyncConnectionPoolLike
+from ._entry_log import PostgresEntryLog
 from ._store import PostgresConversationStore
 
-__all__ = ('AsyncConnectionPoolLike', 'PostgresConversationStore')
+__all__ = ('AsyncConnectionPoolLike', 'PostgresConversationStore', 'PostgresEntryLog')

@@ -27,7 +27,19 @@ if TYPE_CHECKING:
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresConnector')
 
-_TABLES = ('meta', 'records', 'branches', 'entries')
+_TABLES = (
+    'meta',
+    'records',
+    'branches',
+    'entries',
+    'runs',
+    'index_conversations',
+    'pending',
+    'index_scopes',
+    'index_runs',
+    'index_postings',
+    'index_hashes',
+)
 """The tables' placeholder names in query templates; each table is `drc_<name>`."""
 
 _INSTALL_HINT = 'PostgresConversationStore needs psycopg 3 and psycopg-pool: pip install "durable-recall[postgres]"'
@@ -126,8 +138,8 @@ class PostgresConnector:
         return f'durable_recall.conversations:{self.schema or ""}:{lineage}'
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncGenerator[AsyncCursor[TupleRow]]:
-        """A cursor inside one (read committed) transaction.
+    async def transaction(self, *, snapshot: bool = False) -> AsyncGenerator[AsyncCursor[TupleRow]]:
+        """A cursor inside one (read committed) transaction; `snapshot` makes every read see the same moment.
 
         Raises:
             StoreUnavailableError: The server refused, dropped or did not answer the connection.
@@ -139,6 +151,8 @@ class PostgresConnector:
         try:
             pool = await self._pool()
             async with pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                if snapshot:
+                    await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
                 yield cur
         except (psycopg.OperationalError, PoolTimeout) as error:
             raise self._unavailable(error) from error

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, LiteralString
 
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
+from ._entry_log import forget_index
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -152,6 +153,7 @@ async def delete_record(
     if cur.rowcount != 1:
         raise ConversationConflict(conversation_id)  # saved or deleted while this waited for the locks
     await cur.execute(db.sql('DELETE FROM {branches} WHERE conversation_id = %s'), (conversation_id,))
+    await forget_index(cur, db, conversation_id)  # the search index keeps no trace of it
     for lineage in sorted(lineages):
         await cur.execute(db.sql(_RELEASE), {'lineage': lineage})
 

@@ -9,6 +9,7 @@ from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_limit, decode_history, decode_records
 from . import _queries
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
+from ._entry_log import PostgresEntryLog
 
 __all__ = ('PostgresConversationStore',)
 
@@ -31,6 +32,10 @@ class PostgresConversationStore(ConversationStore):
     migrated, on first use, inside the loop that uses the store. The tables can share a schema with
     `PostgresStepStore`'s (`dr_*`): each keeps its own schema version. An owned pool belongs to the
     event loop that opened it; use one store per event loop.
+
+    `ConversationStoreSource` over this store searches a persistent index kept in the same schema
+    (`drc_index_*` tables), caught up from the entry log, so a cold worker does not re-read unchanged
+    conversations; `delete` removes the conversation from it too.
     """
 
     def __init__(
@@ -124,6 +129,10 @@ class PostgresConversationStore(ConversationStore):
             await cur.execute(self._db.sql(_queries.HISTORY), (head_id, 2**62 if limit is None else limit))
             rows: list[Any] = await cur.fetchall()
         return decode_history(head_id, rows, limit)
+
+    def entry_log(self) -> PostgresEntryLog:
+        """The entry log and index bookkeeping the persistent search index reads (see `ConversationStoreSource`)."""
+        return PostgresEntryLog(self._db)
 
     async def aclose(self) -> None:
         """Close the pool the store opened; a caller-owned pool stays open."""

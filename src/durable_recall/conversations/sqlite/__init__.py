@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._entry_log import SqliteEntryLog
 from ._store import SqliteConversationStore
 
-__all__ = ('SqliteConversationStore',)
+__all__ = ('SqliteConversationStore', 'SqliteEntryLog')

@@ -15,6 +15,7 @@ from ...base import format_timestamp
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
 from ._connection import transaction
+from ._entry_log import forget_index
 
 __all__ = (
     'RECORD_COLUMNS',
@@ -168,6 +169,7 @@ def delete_record(conn: sqlite3.Connection, conversation_id: str, expected_revis
         } - {None}
         conn.execute('DELETE FROM drc_records WHERE conversation_id = ?', (conversation_id,))
         conn.execute('DELETE FROM drc_branches WHERE conversation_id = ?', (conversation_id,))
+        forget_index(conn, conversation_id)  # the search index keeps no trace of it
         for lineage in sorted(lineages):
             conn.execute(_RELEASE, {'lineage': lineage})
 

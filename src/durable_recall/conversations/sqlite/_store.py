@@ -12,6 +12,7 @@ from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_limit, decode_history, decode_records
 from . import _queries
 from ._connection import SqliteConnection
+from ._entry_log import SqliteEntryLog
 
 __all__ = ('SqliteConversationStore',)
 
@@ -34,6 +35,9 @@ class SqliteConversationStore(ConversationStore):
 
     The tables (`drc_*`) are versioned apart from the step store's (`dr_*`), so
     `SqliteConversationStore(database=path)` and `SqliteStepStore(database=path)` can share a file.
+    `ConversationStoreSource` over this store searches a persistent index kept in the same file
+    (`drc_index_*` tables), caught up from the entry log, so a cold process does not re-read
+    unchanged conversations; `delete` removes the conversation from it too.
     """
 
     def __init__(self, database: str | os.PathLike[str] = 'durable-recall.db', *, busy_timeout: float = 30.0) -> None:
@@ -115,6 +119,10 @@ class SqliteConversationStore(ConversationStore):
             return _queries.history_rows(conn, head_id, limit)
 
         return await self._db.read(read, lambda rows: decode_history(head_id, rows, limit))
+
+    def entry_log(self) -> SqliteEntryLog:
+        """The entry log and index bookkeeping the persistent search index reads (see `ConversationStoreSource`)."""
+        return SqliteEntryLog(self._db)
 
     async def aclose(self) -> None:
         """Close the connection; a later call on the store opens a new one."""

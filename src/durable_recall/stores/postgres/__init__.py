@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ._index import PostgresIndex
 from ._store import PostgresStepStore
 
-__all__ = ('PostgresStepStore',)
+__all__ = (
+    'PostgresIndex',
+    'PostgresStepStore',
+)

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, LiteralString
 from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
-from ._connect import PostgresConnector
-from ._index_writer import BUMP_GENERATION, SCOPE_KEY, PostgresIndexWriter
+from ._index_writer import BUMP_GENERATION, SCOPE_KEY, IndexDatabase, PostgresIndexWriter
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -68,8 +67,8 @@ _ALL_SCOPES: LiteralString = ' AND scope_key = ANY(ARRAY(SELECT scope_key FROM {
 class PostgresIndex:
     """`IndexStorage` over the Postgres store's connector."""
 
-    def __init__(self, db: PostgresConnector) -> None:
-        """Keep the store's connector; nothing connects until a method is called."""
+    def __init__(self, db: IndexDatabase) -> None:
+        """Keep the store's connector (or a conversation store's); nothing connects until a method is called."""
         self._db = db
 
     def __repr__(self) -> str:
@@ -178,7 +177,7 @@ class PostgresIndex:
             await apply_commits(PostgresIndexWriter(cur, self._db), changes)
 
 
-async def lock_conversation(cur: AsyncCursor[TupleRow], db: PostgresConnector, conversation_id: str | None) -> None:
+async def lock_conversation(cur: AsyncCursor[TupleRow], db: IndexDatabase, conversation_id: str | None) -> None:
     """Take the conversation's index lock until the transaction ends (see the module docstring)."""
     await cur.execute(
         'SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))',
@@ -187,7 +186,7 @@ async def lock_conversation(cur: AsyncCursor[TupleRow], db: PostgresConnector, c
 
 
 async def forget_conversation(
-    cur: AsyncCursor[TupleRow], db: PostgresConnector, conversation_id: str, run_ids: Sequence[str]
+    cur: AsyncCursor[TupleRow], db: IndexDatabase, conversation_id: str, run_ids: Sequence[str]
 ) -> None:
     """Delete a conversation's pending marks and index rows, in the delete's transaction, under its lock."""
     await cur.execute(

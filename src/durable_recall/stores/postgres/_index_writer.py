@@ -9,16 +9,42 @@ so a batch's thousands of postings are one statement each kind.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, LiteralString
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, LiteralString, Protocol
 
 from ...index import FullTail, RunCommit, StoredRun, TermChunk
-from ._connect import PostgresConnector
 
 if TYPE_CHECKING:
-    from psycopg import AsyncCursor
+    from psycopg import AsyncCursor, sql
     from psycopg.rows import TupleRow
 
-__all__ = ('BUMP_GENERATION', 'SCOPE_KEY', 'PostgresIndexWriter')
+__all__ = ('BUMP_GENERATION', 'SCOPE_KEY', 'IndexDatabase', 'PostgresIndexWriter')
+
+
+class IndexDatabase(Protocol):
+    """Where the index's tables are: the step store's connector, or a conversation store's (`drc_` tables).
+
+    Query templates name tables by placeholder (`{index_runs}`, `{pending}`, `{runs}`, `{meta}`, ...);
+    the connector fills in its own, schema-qualified names.
+    """
+
+    @property
+    def schema(self) -> str | None:
+        """The Postgres schema (part of the index's advisory-lock names)."""
+        ...
+
+    def describe(self) -> str:
+        """Where the data lives, without secrets."""
+        ...
+
+    def sql(self, template: LiteralString) -> sql.Composed:
+        """The template with its table placeholders filled."""
+        ...
+
+    def transaction(self, *, snapshot: bool = False) -> AbstractAsyncContextManager[AsyncCursor[TupleRow]]:
+        """A cursor inside one transaction."""
+        ...
+
 
 SCOPE_KEY: LiteralString = (
     '(SELECT scope_key FROM {index_scopes} WHERE conversation_id = %(conv)s'
@@ -55,7 +81,7 @@ _APPEND: LiteralString = (
 class PostgresIndexWriter:
     """`IndexWriter` over a cursor in the commit's transaction (see the module docstring)."""
 
-    def __init__(self, cur: AsyncCursor[TupleRow], db: PostgresConnector) -> None:
+    def __init__(self, cur: AsyncCursor[TupleRow], db: IndexDatabase) -> None:
         """Write through `cur`, which the caller holds in a transaction; `db` fills in table names."""
         self._cur = cur
         self._sql = db.sql

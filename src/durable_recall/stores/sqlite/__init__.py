@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ._index import SqliteIndex
 from ._store import SqliteStepStore
 
-__all__ = ('SqliteStepStore',)
+__all__ = (
+    'SqliteIndex',
+    'SqliteStepStore',
+)

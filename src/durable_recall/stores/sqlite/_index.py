@@ -8,12 +8,17 @@ their statements see one snapshot of the file. A commit is the index layer's `ap
 
 Lists of terms, run ids and hashes are bound in chunks: old SQLite builds allow at most 999
 parameters per statement.
+
+The conversation stores keep the same index over their entry log in `drc_` tables of their own
+file: `SqliteIndex(connection, prefix='drc_')` names every table with that prefix instead.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, cast
 
 from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits, run_inline
 from .._run_rows import indexed_run
@@ -24,6 +29,35 @@ from ._params import chunked, marks
 
 __all__ = ('SqliteIndex', 'forget_conversation', 'mark_pending')
 
+_T = TypeVar('_T')
+_TABLE_PREFIX = re.compile(r'\bdr_')
+
+
+class _Lender(Protocol):
+    """Lends a connection to a function in a worker thread (`SqliteConnection.call`, or the conversation store's)."""
+
+    async def call(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `query` holding the connection."""
+        ...
+
+
+class _Renamed:
+    """A connection whose statements name the `dr_` tables with another prefix (everything else delegated)."""
+
+    def __init__(self, conn: sqlite3.Connection, prefix: str) -> None:
+        self._conn = conn
+        self._prefix = prefix
+
+    def execute(self, sql: str, parameters: Any = ()) -> sqlite3.Cursor:
+        return self._conn.execute(_TABLE_PREFIX.sub(self._prefix, sql), parameters)
+
+    def executemany(self, sql: str, parameters: Any) -> sqlite3.Cursor:
+        return self._conn.executemany(_TABLE_PREFIX.sub(self._prefix, sql), parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 _RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, times, state, started_at'
 
 
@@ -33,9 +67,21 @@ _PENDING = 'SELECT p.run_id FROM dr_pending AS p JOIN dr_runs AS r ON r.run_id =
 class SqliteIndex:
     """`IndexStorage` over the SQLite store's connection."""
 
-    def __init__(self, db: SqliteConnection) -> None:
-        """Keep the store's connection; nothing is read until a method is called."""
-        self._run = db.call
+    def __init__(self, db: SqliteConnection | _Lender, *, prefix: str = 'dr_') -> None:
+        """Keep the store's connection; nothing is read until a method is called.
+
+        Args:
+            db: The connection the index's tables are in.
+            prefix: The tables' name prefix (`'drc_'`: a conversation store's index).
+        """
+        if prefix == 'dr_':
+            self._run = db.call
+        else:
+
+            async def run(query: Callable[[sqlite3.Connection], _T]) -> _T:
+                return await db.call(lambda conn: query(cast(sqlite3.Connection, _Renamed(conn, prefix))))
+
+            self._run = run
 
     def __repr__(self) -> str:
         return 'SqliteIndex()'
