@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pydantic_ai.messages import ModelMessage
 
 from ..base import RunRecord
-from ..history import RunHistory, message_hashes, strip_artifacts
+from ..history import RunHistory, message_hashes, record_view
 from ._api import ConversationEntry, ConversationRecord, ConversationStore
 
 __all__ = ('ConversationStoreSource',)
@@ -225,7 +225,7 @@ class ConversationStoreSource:
     ) -> RunHistory:
         messages: list[ModelMessage] = []
         for entry in entries:
-            message = strip_artifacts(entry.message)
+            message = record_view(entry.message)
             if message is not None:
                 messages.append(message)
         ids = tuple(entry.id for entry in entries)

@@ -10,7 +10,7 @@ from ._fold_state import FoldState
 from ._hash import message_hash, message_hashes
 from ._rebuild import RecordBuilder
 from ._source import HistorySource, RunHistory
-from ._strip import strip_artifacts, summary_view
+from ._strip import record_view, strip_artifacts, summary_view
 
 __all__ = (
     'FoldState',
@@ -19,6 +19,7 @@ __all__ = (
     'RunHistory',
     'message_hash',
     'message_hashes',
+    'record_view',
     'strip_artifacts',
     'summary_view',
 )

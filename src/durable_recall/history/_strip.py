@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponsePart,
+    SystemPromptPart,
+)
 
 from ..text import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
@@ -24,7 +31,7 @@ from ..text import (
 )
 from ._hash import RECORD_PART_KINDS
 
-__all__ = ('strip_artifacts', 'summary_view')
+__all__ = ('record_view', 'strip_artifacts', 'summary_view')
 
 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
@@ -43,6 +50,33 @@ def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
         if not (is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part))
     ]
     if len(parts) == len(message.parts):
+        return message
+    if all(part.part_kind in RECORD_PART_KINDS for part in parts):
+        return None
+    return replace(message, parts=parts)
+
+
+def record_view(message: ModelMessage) -> ModelMessage | None:
+    """The message as a record of messages each stored once holds it: artifacts out, summaries kept.
+
+    For sources whose every message is stored once already (a conversation store's entries), so no
+    snapshot alignment needs the summaries out of the way: like `strip_artifacts`, but a harness
+    summary part stays, as the plain `CompactionPart` `summary_view` makes of it. A message that was
+    nothing but a summary is then the summary (role `summary`), indexed once like the record's.
+    """
+    if is_compaction_marker(message):
+        return None
+    parts: list[ModelRequestPart | ModelResponsePart] = []
+    changed = False
+    for part in message.parts:
+        if is_summary_artifact(part):
+            parts.append(CompactionPart(content=_summary_text(part)))
+            changed = True
+        elif is_compaction_receipt(part) or is_marker_part(part):
+            changed = True
+        else:
+            parts.append(part)
+    if not changed:
         return message
     if all(part.part_kind in RECORD_PART_KINDS for part in parts):
         return None

@@ -44,7 +44,7 @@ from ..conversations import (
     PostgresConversationStore,
     SqliteConversationStore,
 )
-from ..history import strip_artifacts
+from ..history import record_view
 from ..index import Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
 from ._entry_feed import EntryFeed, decode_state, run_record
 from ._source_corpus import SourceCorpus
@@ -248,7 +248,7 @@ class ConversationCorpus:
             entry = bodies.get(entry_id)
             if entry is None:
                 raise KeyError(entry_id)
-            message = strip_artifacts(entry.message)
+            message = record_view(entry.message)
             if message is not None:
                 messages[start + len(kept)] = message
                 kept.append(entry_id)
@@ -284,7 +284,7 @@ class ConversationCorpus:
         for run_id, ids in by_run.items():
             for seq, entry_id in ids.items():
                 entry = bodies.get(entry_id)
-                message = None if entry is None else strip_artifacts(entry.message)
+                message = None if entry is None else record_view(entry.message)
                 if message is not None:
                     out.setdefault(run_id, {})[seq] = message
         return out
@@ -293,7 +293,7 @@ class ConversationCorpus:
 def _started_at(bodies: Mapping[str, ConversationEntry], ids: Sequence[str]) -> datetime | None:
     """The time of the first message of these entries that has one (as `ConversationStoreSource` takes it)."""
     for entry_id in ids:
-        message = strip_artifacts(bodies[entry_id].message)
+        message = record_view(bodies[entry_id].message)
         if message is not None and message.timestamp is not None:
             return message.timestamp.astimezone(UTC)
     return None
