@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._connect import AsyncConnectionPoolLike
+from ...stores.postgres import AsyncConnectionPoolLike
 from ._entry_log import PostgresEntryLog
 from ._store import PostgresConversationStore
 

@@ -13,10 +13,10 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, LiteralString
 
+from ...stores.postgres import PostgresConnector
 from .._api import ConversationEntry
 from .._entry_log import IndexedConversation, LogRun, log_run_row, read_log_run
 from .._rows import decode_entry
-from ._connect import PostgresConnector
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor

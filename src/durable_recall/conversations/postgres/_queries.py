@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, LiteralString
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
 from ._entry_log import forget_index
+from ._tables import lock_key
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
     from psycopg.rows import TupleRow
 
-    from ._connect import PostgresConnector
+    from ...stores.postgres import PostgresConnector
 
 __all__ = ('HISTORY', 'RECORDS', 'delete_record', 'write_record')
 
@@ -172,4 +173,4 @@ async def _lock(db: PostgresConnector, cur: AsyncCursor[TupleRow], lineages: Ite
     """Take the lineages' advisory locks one by one in sorted order, so two transactions never deadlock on them."""
     function = 'pg_advisory_xact_lock_shared' if shared else 'pg_advisory_xact_lock'
     for lineage in sorted(set(lineages)):
-        await cur.execute(f'SELECT {function}(hashtextextended(%s, 0))', (db.lock_key(lineage),))
+        await cur.execute(f'SELECT {function}(hashtextextended(%s, 0))', (lock_key(db, lineage),))

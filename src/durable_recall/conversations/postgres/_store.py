@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...stores.postgres import AsyncConnectionPoolLike
 from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_limit, decode_history, decode_records
 from . import _queries
-from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._entry_log import PostgresEntryLog
+from ._tables import connect
 
 __all__ = ('PostgresConversationStore',)
 
@@ -63,7 +64,7 @@ class PostgresConversationStore(ConversationStore):
                 schema name, or a timeout or pool size out of range.
             ImportError: psycopg is not installed.
         """
-        self._db = PostgresConnector(url, pool, schema=schema, connect_timeout=connect_timeout, max_size=max_size)
+        self._db = connect(url, pool, schema=schema, connect_timeout=connect_timeout, max_size=max_size)
 
     def __repr__(self) -> str:
         return f'PostgresConversationStore({self._db.describe()})'

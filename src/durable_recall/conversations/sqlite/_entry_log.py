@@ -13,10 +13,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from ...stores.sqlite import SqliteConnection, transaction
 from .._api import ConversationEntry
 from .._entry_log import IndexedConversation, LogRun, log_run_row, read_log_run
 from .._rows import decode_entry
-from ._connection import SqliteConnection, transaction
 
 __all__ = ('SqliteEntryLog', 'forget_index')
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base import format_timestamp
+from ...stores.sqlite import transaction
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
-from ._connection import transaction
 from ._entry_log import forget_index
 
 __all__ = (

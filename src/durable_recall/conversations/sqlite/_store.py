@@ -11,8 +11,8 @@ from ...base import StoreConfigurationError
 from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_limit, decode_history, decode_records
 from . import _queries
-from ._connection import SqliteConnection
 from ._entry_log import SqliteEntryLog
+from ._tables import connect
 
 __all__ = ('SqliteConversationStore',)
 
@@ -60,7 +60,7 @@ class SqliteConversationStore(ConversationStore):
                 f'SqliteConversationStore: busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}'
             )
         self._path = os.fspath(database)
-        self._db = SqliteConnection(self._path, float(busy_timeout))
+        self._db = connect(self._path, float(busy_timeout))
 
     def __repr__(self) -> str:
         return f'SqliteConversationStore({self._path!r})'

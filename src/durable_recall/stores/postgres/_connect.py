@@ -1,8 +1,14 @@
-"""Reaching Postgres for the store: URL checks, the lazily opened pool, migrations, and errors.
+"""Reaching Postgres for the stores: URL checks, the lazily opened pool, migrations, and errors.
 
 Kept apart from the queries (`_reads`, `_writes`, `_index`) because it is where the awkward parts
 live: a pool that must be opened inside the event loop that uses it, a first connection that must
-fail fast and say why, and a schema that several workers may try to create at once.
+fail fast and say why, dead connections a restarted server left in the pool, and a schema that
+several workers may try to create at once.
+
+The step store and the conversation store (`durable_recall.conversations`, a layer above) both
+reach Postgres through `PostgresConnector`; what differs between them is only which tables it
+names, creates and migrates, described by a `PostgresTables` (`STEP_TABLES` for the step store's
+`dr_*`).
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import select
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, LiteralString, Protocol
@@ -19,7 +25,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ...base import StoreConfigurationError, StoreUnavailableError
-from .._migrations import POSTGRES_META, POSTGRES_MIGRATIONS, SCHEMA_VERSION, check_version
+from .._migrations import POSTGRES_META, POSTGRES_MIGRATIONS, check_version
 from .._url import redact_url
 
 if TYPE_CHECKING:
@@ -27,7 +33,7 @@ if TYPE_CHECKING:
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ('TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector')
+__all__ = ('STEP_TABLES', 'TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector', 'PostgresTables')
 
 TABLES: tuple[str, ...] = (
     'meta',
@@ -42,9 +48,53 @@ TABLES: tuple[str, ...] = (
     'index_postings',
     'index_hashes',
 )
-"""The tables' placeholder names in query templates; each table is `dr_<name>`."""
+"""The step store's tables' placeholder names in query templates; each table is `dr_<name>`."""
 
-_INSTALL_HINT = 'PostgresStepStore needs psycopg 3 and psycopg-pool: pip install "durable-recall[postgres]"'
+
+@dataclass(frozen=True)
+class PostgresTables:
+    """A set of tables versioned together in a Postgres schema: what `PostgresConnector` names and migrates.
+
+    Two sets can share one schema and upgrade independently, each recording its own version in its
+    own meta table: the step store's (`STEP_TABLES`) and a conversation store's.
+    """
+
+    store: str
+    """The store's class name, which starts its configuration errors (`'PostgresStepStore'`)."""
+    prefix: str
+    """Each table is `<prefix><name>` (`'dr_'`)."""
+    names: tuple[str, ...]
+    """The placeholders query templates name tables by (`{meta}`, `{runs}`, ...); `meta` among them."""
+    meta: LiteralString
+    """The statement that creates `{meta}` if it is missing, before the version is read."""
+    migrations: tuple[tuple[LiteralString, ...], ...]
+    """Entry `n` moves the set from version `n` to `n + 1`: the version this release writes is their count."""
+    check_version: Callable[[int, str], None]
+    """Refuses a version newer than this release understands (given the version and where it was found)."""
+    migrate_lock: str
+    """The advisory lock (with the schema appended) that serialises migrations across workers."""
+    pool_name: str
+    """The name of the pool the connector opens for a URL (psycopg_pool's logs)."""
+    version_name: str = 'schema version'
+    """What the recorded version is called in errors."""
+
+    @property
+    def version(self) -> int:
+        """The version this release writes and understands."""
+        return len(self.migrations)
+
+
+STEP_TABLES = PostgresTables(
+    store='PostgresStepStore',
+    prefix='dr_',
+    names=TABLES,
+    meta=POSTGRES_META,
+    migrations=POSTGRES_MIGRATIONS,
+    check_version=check_version,
+    migrate_lock='durable_recall.migrate',
+    pool_name='durable-recall',
+)
+"""The step store's tables (`dr_*`)."""
 
 
 class AsyncConnectionPoolLike(Protocol):
@@ -76,14 +126,24 @@ class PostgresConnector:
         schema: str | None,
         connect_timeout: float,
         max_size: int,
+        tables: PostgresTables = STEP_TABLES,
     ) -> None:
         """Check the configuration; nothing connects yet.
 
+        Args:
+            url: A `postgresql://` (or `postgres://`) URL; the connector opens its own pool.
+            pool: A caller-owned pool, used instead of `url` and never closed here.
+            schema: The Postgres schema of the tables (created if missing), or `None` for the search path.
+            connect_timeout: Seconds to wait for the server (or for a connection from the pool).
+            max_size: The most connections the connector's own pool opens.
+            tables: The tables this connector names, creates and migrates.
+
         Raises:
-            StoreConfigurationError: Neither or both of `url` and `pool`, a malformed URL, or an
-                unusable schema name.
+            StoreConfigurationError: Neither or both of `url` and `pool`, a malformed URL, an unusable
+                schema name, or a timeout or pool size out of range.
             ImportError: psycopg is not installed.
         """
+        store = tables.store
         try:
             from psycopg import sql
 
@@ -92,23 +152,21 @@ class PostgresConnector:
                 # worker's first search or save does not pay the import (tens of milliseconds).
                 import psycopg_pool  # noqa: F401  # pyright: ignore[reportUnusedImport]
         except ImportError as error:  # pragma: no cover - exercised only without the extra
-            raise ImportError(_INSTALL_HINT) from error
-        if (url is None) == (pool is None):
-            raise StoreConfigurationError('PostgresStepStore: pass either a `url` or a caller-owned `pool`, not both.')
-        if url is not None:
-            _check_url(url)
-        if schema is not None and not (0 < len(schema.encode()) <= 63 and '\x00' not in schema):
-            raise StoreConfigurationError(
-                f'PostgresStepStore: schema {schema!r} is not a usable Postgres identifier: '
-                'pass a non-empty name of at most 63 bytes.'
-            )
+            raise ImportError(
+                f'{store} needs psycopg 3 and psycopg-pool: pip install "durable-recall[postgres]"'
+            ) from error
+        _check_config(store, url, pool, schema, connect_timeout, max_size)
         self.url = url
         self.schema = schema
+        self.tables = tables
         self._caller_pool = pool
         self._connect_timeout = connect_timeout
         self._max_size = max_size
         self._tables = {
-            name: sql.Identifier(schema, f'dr_{name}') if schema else sql.Identifier(f'dr_{name}') for name in TABLES
+            name: sql.Identifier(schema, f'{tables.prefix}{name}')
+            if schema
+            else sql.Identifier(f'{tables.prefix}{name}')
+            for name in tables.names
         }
         self._queries: dict[str, sql.Composed] = {}
         self._state: _LoopState | None = None
@@ -120,7 +178,7 @@ class PostgresConnector:
         return f'{where!r}, schema={self.schema!r}'
 
     def sql(self, template: LiteralString) -> sql.Composed:
-        """The query `template` with its table placeholders (`{runs}`, ..., see `TABLES`) filled, composed once."""
+        """The query `template` with its table placeholders (`{runs}`, ..., `PostgresTables.names`) filled, once."""
         query = self._queries.get(template)
         if query is None:
             from psycopg import sql
@@ -161,7 +219,7 @@ class PostgresConnector:
             return
         if state.loop is not asyncio.get_running_loop():
             raise StoreConfigurationError(
-                f'PostgresStepStore({self.describe()}) must be closed from the event loop that uses it.'
+                f'{self.tables.store}({self.describe()}) must be closed from the event loop that uses it.'
             )
         self._state = None
         await state.owned.close()
@@ -172,7 +230,7 @@ class PostgresConnector:
         if state is None or state.loop is not loop:
             if state is not None and state.pool is not None and not state.loop.is_closed():
                 raise StoreConfigurationError(
-                    f'PostgresStepStore({self.describe()}) is in use by another running event loop, and its '
+                    f'{self.tables.store}({self.describe()}) is in use by another running event loop, and its '
                     'pool cannot cross loops: create one store per event loop.'
                 )
             state = self._state = _LoopState(loop)
@@ -210,7 +268,7 @@ class PostgresConnector:
             min_size=1,
             max_size=self._max_size,
             open=False,
-            name='durable-recall',
+            name=self.tables.pool_name,
             # A borrow that waits longer than a connection may take is an outage (or a pool
             # exhausted for as long): either way a retryable StoreUnavailableError, not a 30 s hang.
             timeout=self._connect_timeout,
@@ -228,38 +286,39 @@ class PostgresConnector:
         from psycopg import sql
         from psycopg.rows import tuple_row
 
+        tables = self.tables
         where = f'Postgres schema {self.schema or "(search path)"!r}'
         async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(
                 'SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))',
-                (f'durable_recall.migrate:{self.schema or ""}',),
+                (f'{tables.migrate_lock}:{self.schema or ""}',),
             )
             if self.schema is not None:
                 # Checked first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when it exists.
                 await cur.execute('SELECT 1 FROM pg_namespace WHERE nspname = %s', (self.schema,))
                 if await cur.fetchone() is None:
                     await cur.execute(sql.SQL('CREATE SCHEMA IF NOT EXISTS {}').format(sql.Identifier(self.schema)))
-            await cur.execute(self.sql(POSTGRES_META))
+            await cur.execute(self.sql(tables.meta))
             await cur.execute(self.sql("SELECT value FROM {meta} WHERE key = 'schema_version'"))
             row = await cur.fetchone()
-            recorded = '0' if row is None else row[0]
+            recorded = '0' if row is None else str(row[0])
             if not recorded.isdigit():
                 raise StoreConfigurationError(
-                    f'{where} records schema version {recorded!r}, which is not a number: the tables were not '
-                    'written by durable-recall; pass another `schema=`.'
+                    f'{where} records {tables.version_name} {recorded!r}, which is not a number: the tables were '
+                    'not written by durable-recall; pass another `schema=`.'
                 )
             version = int(recorded)
-            check_version(version, where)
-            for statements in POSTGRES_MIGRATIONS[version:]:
+            tables.check_version(version, where)
+            for statements in tables.migrations[version:]:
                 for statement in statements:
                     await cur.execute(self.sql(statement))
-            if version < SCHEMA_VERSION:
+            if version < tables.version:
                 await cur.execute(
                     self.sql(
                         "INSERT INTO {meta} (key, value) VALUES ('schema_version', %s)"
                         ' ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value'
                     ),
-                    (str(SCHEMA_VERSION),),
+                    (str(tables.version),),
                 )
         self._schema_ready = True
 
@@ -314,10 +373,40 @@ def _suspect(conn: AsyncConnection[Any]) -> bool:
     return bool(ready)
 
 
-def _check_url(url: str) -> None:
+def _check_config(
+    store: str,
+    url: str | None,
+    pool: AsyncConnectionPoolLike | None,
+    schema: str | None,
+    connect_timeout: float,
+    max_size: int,
+) -> None:
+    """Refuse a configuration that could never connect, naming the bad value (checked at construction)."""
+    if (url is None) == (pool is None):
+        raise StoreConfigurationError(f'{store}: pass either a `url` or a caller-owned `pool`, not both.')
+    if url is not None:
+        _check_url(url, store)
+    if schema is not None and not (
+        isinstance(schema, str) and 0 < len(schema.encode()) <= 63 and '\x00' not in schema  # pyright: ignore[reportUnnecessaryIsInstance]
+    ):
+        raise StoreConfigurationError(
+            f'{store}: schema {schema!r} is not a usable Postgres identifier: '
+            'pass a non-empty name of at most 63 bytes.'
+        )
+    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int | float) or not connect_timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise StoreConfigurationError(
+            f'{store}: connect_timeout must be a number of seconds > 0, got {connect_timeout!r}'
+        )
+    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise StoreConfigurationError(f'{store}: max_size must be an int >= 1, got {max_size!r}')
+
+
+def _check_url(url: object, store: str) -> None:
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict
 
+    if not isinstance(url, str):
+        raise StoreConfigurationError(f'{store}: url must be a string, got {type(url).__name__}')
     problem = None
     try:
         parts = urlsplit(url)
@@ -330,6 +419,6 @@ def _check_url(url: str) -> None:
         problem = str(error).strip()
     if problem is not None:
         raise StoreConfigurationError(
-            f'PostgresStepStore: {redact_url(url)!r} is not a usable Postgres URL ({problem}): '
+            f'{store}: {redact_url(url)!r} is not a usable Postgres URL ({problem}): '
             'pass one like postgresql://user:password@host:5432/database.'
         )

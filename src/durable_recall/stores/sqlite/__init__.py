@@ -1,11 +1,20 @@
-"""The SQLite store: the embedded default (one file, several processes on one host)."""
+"""The SQLite store: the embedded default (one file, several processes on one host).
+
+`SqliteConnection` (with `SqliteTables` and `transaction`) is public for the conversation store,
+which keeps its own tables in the same kind of file, opened and migrated the same way.
+"""
 
 from __future__ import annotations
 
+from ._connection import STEP_TABLES, SqliteConnection, SqliteTables, transaction
 from ._index import SqliteIndex
 from ._store import SqliteStepStore
 
 __all__ = (
+    'STEP_TABLES',
+    'SqliteConnection',
     'SqliteIndex',
     'SqliteStepStore',
+    'SqliteTables',
+    'transaction',
 )

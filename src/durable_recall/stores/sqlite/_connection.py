@@ -1,9 +1,13 @@
-"""The SQLite store's connection: opening the file, migrating its tables, transactions, and errors.
+"""The SQLite stores' connection: opening the file, migrating its tables, transactions, and errors.
 
 Kept apart from the queries because this is where the file's awkward parts live: a bad path must
 fail in the store's constructor and say why, tables are created or migrated on first use, one
 connection is shared by worker threads one at a time, and SQLite's result codes must become the
 store's errors (retryable or not).
+
+The step store and the conversation store (`durable_recall.conversations`, a layer above) both
+open their files through `SqliteConnection`; what differs between them is only which tables it
+creates and migrates, described by a `SqliteTables` (`STEP_TABLES` for the step store's `dr_*`).
 """
 
 from __future__ import annotations
@@ -12,14 +16,15 @@ import sqlite3
 import threading
 from collections.abc import Callable, Generator
 from contextlib import contextmanager, suppress
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import LiteralString, TypeVar
 
 import anyio.to_thread
 
 from ...base import StoreConfigurationError, StoreUnavailableError
-from .._migrations import SCHEMA_VERSION, SQLITE_META, SQLITE_MIGRATIONS, check_version
+from .._migrations import SQLITE_META, SQLITE_MIGRATIONS, check_version
 
-__all__ = ('SqliteConnection', 'transaction')
+__all__ = ('STEP_TABLES', 'SqliteConnection', 'SqliteTables', 'transaction')
 
 _T = TypeVar('_T')
 _R = TypeVar('_R')
@@ -27,6 +32,39 @@ _R = TypeVar('_R')
 # Primary SQLite result codes (the low byte of an extended code).
 _RETRYABLE_CODES = frozenset({5, 6, 10, 13, 15})  # BUSY, LOCKED, IOERR, FULL, PROTOCOL
 _CONFIGURATION_CODES = frozenset({3, 8, 14, 23, 26})  # PERM, READONLY, CANTOPEN, AUTH, NOTADB
+
+
+@dataclass(frozen=True)
+class SqliteTables:
+    """A set of tables versioned together in a SQLite file: what `SqliteConnection` creates and migrates.
+
+    Two sets can share one file and upgrade independently, each recording its own version in its
+    own meta table: the step store's (`STEP_TABLES`) and a conversation store's.
+    """
+
+    meta_table: str
+    """The key/value table that records the set's `schema_version` (`dr_meta`)."""
+    meta: LiteralString
+    """The statement that creates `meta_table` if it is missing, before the version is read."""
+    migrations: tuple[tuple[LiteralString, ...], ...]
+    """Entry `n` moves the set from version `n` to `n + 1`: the version this release writes is their count."""
+    check_version: Callable[[int, str], None]
+    """Refuses a version newer than this release understands (given the version and where it was found)."""
+    store: str = 'SQLite store'
+    """What a file unusable for these tables is called in errors: 'cannot use ... as a <store>'."""
+    version_name: str = 'schema version'
+    """What the recorded version is called in errors."""
+
+    @property
+    def version(self) -> int:
+        """The version this release writes and understands."""
+        return len(self.migrations)
+
+
+STEP_TABLES = SqliteTables(
+    meta_table='dr_meta', meta=SQLITE_META, migrations=SQLITE_MIGRATIONS, check_version=check_version
+)
+"""The step store's tables (`dr_*`)."""
 
 
 @contextmanager
@@ -55,8 +93,13 @@ class SqliteConnection:
     when the connection is first lent.
     """
 
-    def __init__(self, path: str, busy_timeout: float) -> None:
-        """Open the file and check its schema version.
+    def __init__(self, path: str, busy_timeout: float, *, tables: SqliteTables = STEP_TABLES) -> None:
+        """Open the file and check the version of `tables` recorded in it.
+
+        Args:
+            path: The database file.
+            busy_timeout: Seconds a write waits for another process's write lock.
+            tables: The tables this connection creates and migrates on first use.
 
         Raises:
             StoreConfigurationError: The file cannot be created or opened for writing, is not a
@@ -64,6 +107,7 @@ class SqliteConnection:
         """
         self.path = path
         self.busy_timeout = busy_timeout
+        self.tables = tables
         self._lock = threading.Lock()
         self._schema_ready = False
         self._conn: sqlite3.Connection | None = self._open()
@@ -132,40 +176,42 @@ class SqliteConnection:
         return self._conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        if self._schema_version(conn) == SCHEMA_VERSION:
+        tables = self.tables
+        if self._schema_version(conn) == tables.version:
             return
         with transaction(conn, 'BEGIN IMMEDIATE'):
-            conn.execute(SQLITE_META)
-            version = self._schema_version(conn)
-            for statements in SQLITE_MIGRATIONS[version:]:
+            conn.execute(tables.meta)
+            version = self._schema_version(conn)  # read again under the write lock
+            for statements in tables.migrations[version:]:
                 for statement in statements:
                     conn.execute(statement)
             conn.execute(
-                "INSERT INTO dr_meta (key, value) VALUES ('schema_version', ?)"
+                f"INSERT INTO {tables.meta_table} (key, value) VALUES ('schema_version', ?)"
                 ' ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-                (str(SCHEMA_VERSION),),
+                (str(tables.version),),
             )
 
     def _schema_version(self, conn: sqlite3.Connection) -> int:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dr_meta'").fetchone() is None:
+        meta = self.tables.meta_table
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (meta,)).fetchone() is None:
             return 0
-        row = conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchone()
+        row = conn.execute(f"SELECT value FROM {meta} WHERE key = 'schema_version'").fetchone()
         if row is None:
             return 0
         try:
             version = int(row[0])
         except ValueError:
             raise StoreConfigurationError(
-                f'SQLite database {self.path!r} records schema version {row[0]!r}, which is not a number: '
-                'the file was not written by durable-recall; point the store at another file.'
+                f'SQLite database {self.path!r} records {self.tables.version_name} {row[0]!r}, which is not a '
+                'number: the file was not written by durable-recall; point the store at another file.'
             ) from None
-        check_version(version, f'SQLite database {self.path!r}')
+        self.tables.check_version(version, f'SQLite database {self.path!r}')
         return version
 
     def _unusable(self, error: sqlite3.Error) -> StoreConfigurationError:
         return StoreConfigurationError(
-            f'cannot use {self.path!r} as a SQLite store ({error}): pass a path whose directory exists and '
-            'is writable by this process, to a new file or an existing durable-recall database.'
+            f'cannot use {self.path!r} as a {self.tables.store} ({error}): pass a path whose directory exists '
+            'and is writable by this process, to a new file or an existing durable-recall database.'
         )
 
     def _translate(self, error: sqlite3.Error) -> Exception | None:
