@@ -19,6 +19,8 @@ from pydantic_ai.conversation_store import ConversationStore, InMemoryConversati
 
 from durable_recall.conversations import PostgresConversationStore, SqliteConversationStore
 
+from ._index_kit import CountingPostgres, CountingSqlite, Kit
+
 TABLES = (
     'meta',
     'records',
@@ -114,3 +116,20 @@ async def sql_conversation_kit(
         yield made
     finally:
         await close_store(made.store)
+
+
+@pytest.fixture(params=['sqlite', pytest.param('postgres', marks=pytest.mark.postgres)])
+async def index_kit(request: pytest.FixtureRequest, tmp_path: Path, anyio_backend: str) -> AsyncIterator[Kit]:
+    """The SQL backends as cold processes: each `open()` a new counting store on one database (`_index_kit`)."""
+    if request.param == 'sqlite':
+        path = tmp_path / 'conversations.db'
+        made = Kit(lambda: CountingSqlite(path), path)
+    else:
+        url: str = request.getfixturevalue('postgres_url')
+        schema: str = request.getfixturevalue('postgres_schema')
+        made = Kit(lambda: CountingPostgres(url, schema=schema), None)
+    try:
+        yield made
+    finally:
+        for store in made.opened:
+            await store.aclose()
