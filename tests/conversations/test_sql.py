@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai.conversation import Conversation
 
-from durable_recall import SqliteStepStore, StoreConfigurationError
+from durable_recall import PostgresStepStore, SqliteStepStore, StoreConfigurationError
 from durable_recall.conversations import CorruptConversationError, PostgresConversationStore, SqliteConversationStore
 
 from ._helpers import echo_agent
@@ -111,6 +111,13 @@ def test_configuration_errors_name_the_bad_value(tmp_path: Path) -> None:
     with pytest.raises(StoreConfigurationError, match='max_size must be an int >= 1, got 0'):
         PostgresConversationStore('postgresql://localhost/db', max_size=0)
     assert 'hunter2' not in repr(PostgresConversationStore('postgresql://u:hunter2@localhost/db'))
+    # One connector serves both stores; each names itself.
+    with pytest.raises(StoreConfigurationError, match='^PostgresConversationStore: connect_timeout must be'):
+        PostgresConversationStore('postgresql://localhost/db', connect_timeout=0)
+    with pytest.raises(StoreConfigurationError, match='^PostgresStepStore: connect_timeout must be'):
+        PostgresStepStore('postgresql://localhost/db', connect_timeout=0)
+    with pytest.raises(StoreConfigurationError, match='^PostgresStepStore: max_size must be an int >= 1, got 0'):
+        PostgresStepStore('postgresql://localhost/db', max_size=0)
     with pytest.raises(StoreConfigurationError, match='busy_timeout must be a number of seconds >= 0, got -1'):
         SqliteConversationStore(database=tmp_path / 'x.db', busy_timeout=-1)
     with pytest.raises(StoreConfigurationError, match='cannot use .* as a SQLite conversation store'):
