@@ -64,10 +64,18 @@ class Counts:
     after_runs: Callable[[], Awaitable[None]] | None = None
     """Called once, after the index's first read of its runs (a concurrent change landing mid-catch-up)."""
 
-    async def ran(self) -> None:
+    def bodies_read(self, found: dict[str, ConversationEntry]) -> dict[str, ConversationEntry]:
+        """Count the entry bodies an entry log read, and pass them on."""
+        self.bodies += len(found)
+        self.read += found
+        return found
+
+    async def runs_read(self, found: dict[str, LogRun]) -> dict[str, LogRun]:
+        """Run the `after_runs` hook the first time an entry log read runs, and pass them on."""
         hook, self.after_runs = self.after_runs, None
         if hook is not None:
             await hook()
+        return found
 
 
 class CountingSqliteLog(SqliteEntryLog):
@@ -76,15 +84,10 @@ class CountingSqliteLog(SqliteEntryLog):
         self.counts = counts
 
     async def entries(self, entry_ids: Sequence[str]) -> dict[str, ConversationEntry]:
-        found = await super().entries(entry_ids)
-        self.counts.bodies += len(found)
-        self.counts.read += found
-        return found
+        return self.counts.bodies_read(await super().entries(entry_ids))
 
     async def runs(self, run_ids: Sequence[str]) -> dict[str, LogRun]:
-        found = await super().runs(run_ids)
-        await self.counts.ran()
-        return found
+        return await self.counts.runs_read(await super().runs(run_ids))
 
 
 class CountingSqlite(SqliteConversationStore):
@@ -104,15 +107,10 @@ class CountingPostgresLog(PostgresEntryLog):
         self.counts = counts
 
     async def entries(self, entry_ids: Sequence[str]) -> dict[str, ConversationEntry]:
-        found = await super().entries(entry_ids)
-        self.counts.bodies += len(found)
-        self.counts.read += found
-        return found
+        return self.counts.bodies_read(await super().entries(entry_ids))
 
     async def runs(self, run_ids: Sequence[str]) -> dict[str, LogRun]:
-        found = await super().runs(run_ids)
-        await self.counts.ran()
-        return found
+        return await self.counts.runs_read(await super().runs(run_ids))
 
 
 class CountingPostgres(PostgresConversationStore):

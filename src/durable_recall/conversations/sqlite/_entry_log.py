@@ -13,14 +13,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ...stores.sqlite import SqliteConnection, transaction
+from ...stores.sqlite import SqliteConnection, chunked, marks, transaction
 from .._api import ConversationEntry
 from .._entry_log import IndexedConversation, LogRun, log_run_row, read_log_run
 from .._rows import decode_entry
 
 __all__ = ('SqliteEntryLog', 'forget_index')
-
-_CHUNK = 500
 
 _LINE = (
     'WITH RECURSIVE chain (entry_id, parent_id, depth) AS ('
@@ -45,13 +43,7 @@ class SqliteEntryLog:
             query = 'SELECT conversation_id, revision, head, depth, tips, timed FROM drc_index_conversations'
             if conversation_ids is None:
                 return conn.execute(query).fetchall()
-            rows: list[tuple[Any, ...]] = []
-            with transaction(conn, 'BEGIN'):
-                for start in range(0, len(conversation_ids), _CHUNK):
-                    chunk = conversation_ids[start : start + _CHUNK]
-                    marks = ', '.join('?' * len(chunk))
-                    rows += conn.execute(f'{query} WHERE conversation_id IN ({marks})', chunk).fetchall()
-            return rows
+            return _select_in(conn, query + ' WHERE conversation_id IN', conversation_ids)
 
         return {row[0]: _indexed(row) for row in await self.connection.call(read)}
 
@@ -71,15 +63,7 @@ class SqliteEntryLog:
         ids = list(dict.fromkeys(entry_ids))
 
         def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = []
-            with transaction(conn, 'BEGIN'):
-                for start in range(0, len(ids), _CHUNK):
-                    chunk = ids[start : start + _CHUNK]
-                    marks = ', '.join('?' * len(chunk))
-                    rows += conn.execute(
-                        f'SELECT entry_id, parent_id, kind, body FROM drc_entries WHERE entry_id IN ({marks})', chunk
-                    ).fetchall()
-            return rows
+            return _select_in(conn, 'SELECT entry_id, parent_id, kind, body FROM drc_entries WHERE entry_id IN', ids)
 
         return await self.connection.read(read, lambda rows: {row[0]: decode_entry(*row) for row in rows})
 
@@ -87,14 +71,7 @@ class SqliteEntryLog:
         ids = list(dict.fromkeys(run_ids))
 
         def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = []
-            with transaction(conn, 'BEGIN'):
-                for start in range(0, len(ids), _CHUNK):
-                    chunk = ids[start : start + _CHUNK]
-                    marks = ', '.join('?' * len(chunk))
-                    query = f'SELECT {_RUN_COLUMNS} FROM drc_runs WHERE run_id IN ({marks})'
-                    rows += conn.execute(query, chunk).fetchall()
-            return rows
+            return _select_in(conn, f'SELECT {_RUN_COLUMNS} FROM drc_runs WHERE run_id IN', ids)
 
         return {row[0]: read_log_run(row) for row in await self.connection.call(read)}
 
@@ -129,6 +106,15 @@ class SqliteEntryLog:
                 return True
 
         return await self.connection.call(write)
+
+
+def _select_in(conn: sqlite3.Connection, query: str, values: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The rows of `query` (ending in `IN`) for every value, a chunk at a time, all in one read transaction."""
+    rows: list[tuple[Any, ...]] = []
+    with transaction(conn, 'BEGIN'):
+        for chunk in chunked(values):
+            rows += conn.execute(f'{query} ({marks(chunk)})', chunk).fetchall()
+    return rows
 
 
 def forget_index(conn: sqlite3.Connection, conversation_id: str) -> None:

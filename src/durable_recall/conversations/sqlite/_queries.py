@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base import format_timestamp
-from ...stores.sqlite import transaction
+from ...stores.sqlite import chunked, marks, transaction
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
 from .._rows import encode_entry, encode_record, entry_lineages
 from ._entry_log import forget_index
@@ -29,9 +29,6 @@ RECORD_COLUMNS = (
     'conversation_id, scope, head_id, head_lineage, revision, updated_at, forked_from, forked_at, usage, deferred,'
     ' format_version'
 )
-
-_CHUNK = 500
-"""Ids per `IN (...)` list, far below SQLite's bound-parameter limit."""
 
 _HISTORY = (
     'WITH RECURSIVE chain (entry_id, parent_id, kind, body, depth) AS ('
@@ -78,12 +75,9 @@ def record_rows(
                 (*params, -1 if limit is None else limit),
             ).fetchall()
         branches: dict[str, list[str]] = {row[0]: [] for row in rows}
-        ids = list(branches)
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ', '.join('?' * len(chunk))
+        for chunk in chunked(branches):
             for cid, entry_id in conn.execute(
-                f'SELECT conversation_id, entry_id FROM drc_branches WHERE conversation_id IN ({marks})'
+                f'SELECT conversation_id, entry_id FROM drc_branches WHERE conversation_id IN ({marks(chunk)})'
                 ' ORDER BY conversation_id, position',
                 chunk,
             ):
@@ -176,8 +170,7 @@ def delete_record(conn: sqlite3.Connection, conversation_id: str, expected_revis
 
 def _lineages(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
     found: dict[str, str] = {}
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        marks = ', '.join('?' * len(chunk))
-        found.update(conn.execute(f'SELECT entry_id, lineage FROM drc_entries WHERE entry_id IN ({marks})', chunk))
+    for chunk in chunked(ids):
+        query = f'SELECT entry_id, lineage FROM drc_entries WHERE entry_id IN ({marks(chunk)})'
+        found.update(conn.execute(query, chunk))
     return found

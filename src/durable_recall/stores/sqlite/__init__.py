@@ -1,13 +1,15 @@
 """The SQLite store: the embedded default (one file, several processes on one host).
 
-`SqliteConnection` (with `SqliteTables` and `transaction`) is public for the conversation store,
-which keeps its own tables in the same kind of file, opened and migrated the same way.
+`SqliteConnection` (with `SqliteTables`, `transaction`, and `chunked`/`marks` for `IN (...)`
+lists) is public for the conversation store, which keeps its own tables in the same kind of file,
+opened, migrated and queried the same way.
 """
 
 from __future__ import annotations
 
 from ._connection import STEP_TABLES, SqliteConnection, SqliteTables, transaction
 from ._index import SqliteIndex
+from ._params import chunked, marks
 from ._store import SqliteStepStore
 
 __all__ = (
@@ -16,5 +18,7 @@ __all__ = (
     'SqliteIndex',
     'SqliteStepStore',
     'SqliteTables',
+    'chunked',
+    'marks',
     'transaction',
 )
