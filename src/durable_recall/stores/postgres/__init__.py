@@ -6,9 +6,10 @@ own tables in the same kind of schema, reached and migrated the same way.
 
 from __future__ import annotations
 
-from ._connect import STEP_TABLES, AsyncConnectionPoolLike, PostgresConnector, PostgresTables
+from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex
 from ._store import PostgresStepStore
+from ._tables import STEP_TABLES, PostgresTables
 
 __all__ = (
     'STEP_TABLES',

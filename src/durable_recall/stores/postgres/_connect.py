@@ -7,8 +7,8 @@ several workers may try to create at once.
 
 The step store and the conversation store (`durable_recall.conversations`, a layer above) both
 reach Postgres through `PostgresConnector`; what differs between them is only which tables it
-names, creates and migrates, described by a `PostgresTables` (`STEP_TABLES` for the step store's
-`dr_*`).
+names, creates and migrates, described by a `PostgresTables` (`_tables`; `STEP_TABLES` for the
+step store's `dr_*`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import select
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, LiteralString, Protocol
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from ...base import StoreConfigurationError, StoreUnavailableError
-from .._migrations import POSTGRES_META, POSTGRES_MIGRATIONS, check_version
 from .._url import redact_url
+from ._tables import STEP_TABLES, TABLES, PostgresTables
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor, sql
@@ -34,67 +34,6 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ('STEP_TABLES', 'TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector', 'PostgresTables')
-
-TABLES: tuple[str, ...] = (
-    'meta',
-    'runs',
-    'messages',
-    'message_refs',
-    'snapshots',
-    'pending',
-    'index_scopes',
-    'index_runs',
-    'index_terms',
-    'index_postings',
-    'index_hashes',
-)
-"""The step store's tables' placeholder names in query templates; each table is `dr_<name>`."""
-
-
-@dataclass(frozen=True)
-class PostgresTables:
-    """A set of tables versioned together in a Postgres schema: what `PostgresConnector` names and migrates.
-
-    Two sets can share one schema and upgrade independently, each recording its own version in its
-    own meta table: the step store's (`STEP_TABLES`) and a conversation store's.
-    """
-
-    store: str
-    """The store's class name, which starts its configuration errors (`'PostgresStepStore'`)."""
-    prefix: str
-    """Each table is `<prefix><name>` (`'dr_'`)."""
-    names: tuple[str, ...]
-    """The placeholders query templates name tables by (`{meta}`, `{runs}`, ...); `meta` among them."""
-    meta: LiteralString
-    """The statement that creates `{meta}` if it is missing, before the version is read."""
-    migrations: tuple[tuple[LiteralString, ...], ...]
-    """Entry `n` moves the set from version `n` to `n + 1`: the version this release writes is their count."""
-    check_version: Callable[[int, str], None]
-    """Refuses a version newer than this release understands (given the version and where it was found)."""
-    migrate_lock: str
-    """The advisory lock (with the schema appended) that serialises migrations across workers."""
-    pool_name: str
-    """The name of the pool the connector opens for a URL (psycopg_pool's logs)."""
-    version_name: str = 'schema version'
-    """What the recorded version is called in errors."""
-
-    @property
-    def version(self) -> int:
-        """The version this release writes and understands."""
-        return len(self.migrations)
-
-
-STEP_TABLES = PostgresTables(
-    store='PostgresStepStore',
-    prefix='dr_',
-    names=TABLES,
-    meta=POSTGRES_META,
-    migrations=POSTGRES_MIGRATIONS,
-    check_version=check_version,
-    migrate_lock='durable_recall.migrate',
-    pool_name='durable-recall',
-)
-"""The step store's tables (`dr_*`)."""
 
 
 class AsyncConnectionPoolLike(Protocol):
