@@ -101,7 +101,7 @@ class PostgresConnector:
         self._caller_pool = pool
         self._connect_timeout = connect_timeout
         self._max_size = max_size
-        self._tables = {
+        self._identifiers = {
             name: sql.Identifier(schema, f'{tables.prefix}{name}')
             if schema
             else sql.Identifier(f'{tables.prefix}{name}')
@@ -122,7 +122,7 @@ class PostgresConnector:
         if query is None:
             from psycopg import sql
 
-            query = self._queries[template] = sql.SQL(template).format(**self._tables)
+            query = self._queries[template] = sql.SQL(template).format(**self._identifiers)
         return query
 
     @asynccontextmanager
