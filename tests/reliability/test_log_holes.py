@@ -46,7 +46,8 @@ async def damaged(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
         def delete(run_id: str, seq: int) -> None:
             with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(f'DELETE FROM "{schema}".dr_messages WHERE run_id = %s AND seq = %s'.encode(), (run_id, seq))
+                query = f'DELETE FROM "{schema}".dr_messages WHERE run_id = %s AND seq = %s'
+                conn.execute(query.encode(), (run_id, seq))
 
     try:
         await populate(store)
