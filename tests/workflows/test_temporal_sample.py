@@ -102,7 +102,11 @@ async def test_the_starter_waits_for_a_worker_and_says_so(
 
 async def test_worker_command_with_postgres(temporal_env: WorkflowEnvironment, postgres_database_url: str) -> None:
     address = temporal_env.client.service_client.config.target_host
-    env = {**os.environ, ADDRESS_VARIABLE: address, 'PYTHONPATH': str(REPO_ROOT)}
+    env = {
+        **os.environ,
+        ADDRESS_VARIABLE: address,
+        'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)]),
+    }
     env.pop(STORE_VARIABLE, None)
     process = subprocess.Popen(
         [sys.executable, '-m', 'workflows.temporal.worker', '--postgres', postgres_database_url],

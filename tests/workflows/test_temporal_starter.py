@@ -41,7 +41,11 @@ async def test_without_a_worker_the_starter_says_so_and_exits_1(temporal_env: Wo
     queue = unique_task_queue('no-worker')
     conversation_id = f'nobody-{uuid.uuid4().hex[:8]}'
     assert await live_pollers(client, queue) == 0
-    env = {**os.environ, ADDRESS_VARIABLE: client.service_client.config.target_host, 'PYTHONPATH': str(REPO_ROOT)}
+    env = {
+        **os.environ,
+        ADDRESS_VARIABLE: client.service_client.config.target_host,
+        'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)]),
+    }
     command = ['--task-queue', queue, '--worker-wait', '2', '--conversation-id', conversation_id]
     done = subprocess.run(
         [sys.executable, '-m', 'workflows.temporal.starter', *command],

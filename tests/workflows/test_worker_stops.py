@@ -35,7 +35,11 @@ async def test_the_postgres_worker_exits_0_at_every_stop(
     temporal_env: WorkflowEnvironment, postgres_database_url: str
 ) -> None:
     client = temporal_env.client
-    env = {**os.environ, ADDRESS_VARIABLE: client.service_client.config.target_host, 'PYTHONPATH': str(REPO_ROOT)}
+    env = {
+        **os.environ,
+        ADDRESS_VARIABLE: client.service_client.config.target_host,
+        'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)]),
+    }
     env.pop(STORE_VARIABLE, None)
     handles = [
         await client.start_workflow(

@@ -19,7 +19,14 @@ from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
 
 from workflows.conversation import TURNS, fail
-from workflows.temporal import TASK_QUEUE, WORKFLOW_NAME, ConversationInput, ConversationResult, temporal_address
+from workflows.temporal import (
+    TASK_QUEUE,
+    WORKFLOW_NAME,
+    ConversationInput,
+    ConversationResult,
+    exit_after,
+    temporal_address,
+)
 from workflows.temporal.watch import NoWorkerError, Watch, say, wait_for_worker
 
 WORKER_WAIT = 30.0
@@ -93,8 +100,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-if __name__ == '__main__':
-    arguments = parse_args()
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run one conversation from the command line; 0, or the error in one line (exit 1, or 130 on Ctrl-C)."""
+    arguments = parse_args(argv)
     try:
         asyncio.run(
             main(
@@ -113,4 +121,9 @@ if __name__ == '__main__':
         fail('starter', f'cannot reach Temporal at {temporal_address()}: {error}')
     except KeyboardInterrupt:
         say('interrupted; a conversation already started keeps its place on the server')
-        raise SystemExit(130) from None
+        return 130
+    return 0
+
+
+if __name__ == '__main__':
+    exit_after(run)  # ends the process without the interpreter's teardown: see `exit_after`

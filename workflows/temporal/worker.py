@@ -19,10 +19,8 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
-import traceback
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
@@ -31,7 +29,7 @@ from temporalio.worker import Worker
 from durable_recall import DurableRecallError
 from durable_recall.temporal import DurableRecallPlugin
 from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, check_store, fail
-from workflows.temporal import TASK_QUEUE, temporal_address
+from workflows.temporal import TASK_QUEUE, exit_after, temporal_address
 
 
 async def connect(address: str | None = None) -> Client:
@@ -98,34 +96,12 @@ async def main(argv: Sequence[str] | None = None) -> None:
     print('worker: stopped', flush=True)
 
 
-def run(argv: Sequence[str] | None = None) -> NoReturn:
-    """Run `main`, then end the process without finalizing the interpreter (`os._exit`).
-
-    Why: Temporal core runs on Tokio threads that temporalio keeps for the life of the process (it
-    has no call to stop them). Each client call made from Python is a future those threads
-    complete by taking the GIL. A call still in flight as the event loop closes (one cancelled
-    with the loop's last tasks) completes a moment later; if the interpreter is finalizing by
-    then, CPython ends that foreign thread while pyo3 holds the GIL for it, and aborts the process:
-    `Fatal Python error: PyGILState_Release` (exit 134; seen under gdb in a Tokio worker thread
-    completing a client call during `Py_FinalizeEx`; temporalio/sdk-python#300). By the time
-    `main` returns, the worker has shut down, the store's pool is closed (before the loop, in
-    `main`) and the loop is closed: nothing of ours is left for the interpreter's teardown, so
-    skipping it loses nothing, and flushing the streams first keeps every line written.
-    """
-    status = 0
-    try:
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run `main` until stopped; 0 (Ctrl-C before the signal handlers are installed is a stop too)."""
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main(argv))
-    except KeyboardInterrupt:  # Ctrl-C before the signal handlers are installed: a normal stop
-        pass
-    except SystemExit as stop:  # `fail`: its line is written already
-        status = stop.code if isinstance(stop.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-        status = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+    return 0
 
 
 if __name__ == '__main__':
-    run()
+    exit_after(run)  # ends the process without the interpreter's teardown: see `exit_after`
