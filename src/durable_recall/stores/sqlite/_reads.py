@@ -77,8 +77,12 @@ def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[Any]:
         CorruptRunError: An id has no run row but has snapshots (see `missing_run`). Only the ids
             not found are looked up in the snapshots table, so a read that finds its runs pays nothing.
     """
-    rows: list[Any] = []
     wanted = sorted(set(run_ids))
+    if len(wanted) == 1:  # one statement sees one snapshot: no transaction, unless the run is missing
+        rows: list[Any] = conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', wanted).fetchall()
+        if rows:
+            return rows
+    rows = []
     with transaction(conn, 'BEGIN'):
         for chunk in chunked(wanted):
             rows += conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id IN ({marks(chunk)})', chunk)
