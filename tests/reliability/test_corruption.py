@@ -2,12 +2,14 @@
 
 Every public read of the damaged store must either return exactly what the intact store returns,
 or raise one of the store's corruption errors (`CorruptSnapshotError`, `CorruptRunError`,
-`StoreConfigurationError`): never another exception, never different data. Run with `-s` for the
-counts (the README's Reliability section quotes them).
+`StoreConfigurationError`): never another exception, never different data. And `durable-recall
+check` must name every damaged input (exit 1). Run with `-s` for the counts (the README's
+Reliability section quotes them).
 """
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import sqlite3
@@ -21,6 +23,7 @@ import pytest
 
 from durable_recall import SqliteStepStore
 from durable_recall.base import CorruptRunError, CorruptSnapshotError, StoreConfigurationError
+from durable_recall.cli import main
 
 from ._corpus import populate, read_all
 
@@ -53,28 +56,6 @@ FLIPS = 300
 """Seeded single-bit flips of stored bodies."""
 
 TALLY: Counter[str] = Counter()
-
-KNOWN_GAPS = {
-    'dr_runs-run_id-random-bytes': 'a run row keyed by a BLOB is not found by its text id: the run reads as missing',
-    'dr_runs-conversation_id-random-bytes': 'run rows: a BLOB label is returned as bytes, not refused',
-    'dr_snapshots-idx-wrong-type': 'a snapshot row with a text index drops out of the listing unnoticed',
-    'dr_snapshots-idx-random-bytes': 'a snapshot row with a BLOB index drops out of the listing unnoticed',
-    'dr_messages-run_id-random-bytes': 'a log entry whose run id is a BLOB: reads past the snapshots miss it unnoticed',
-    'dr_messages-seq-wrong-type': 'a log entry with a text number: reads by number miss it unnoticed',
-    'dr_messages-seq-random-bytes': 'a log entry with a BLOB number: reads by number miss it unnoticed',
-    'dr_message_refs-run_id-random-bytes': 'an inherited range with a BLOB run id: reads by number miss it unnoticed',
-    'dr_message_refs-seq-wrong-type': 'an inherited range with a text start: reads by number miss it unnoticed',
-    'dr_message_refs-seq-random-bytes': 'an inherited range with a BLOB start: reads by number miss it unnoticed',
-    'dr_message_refs-count-wrong-type': 'an inherited range with a text count: reads by number miss it unnoticed',
-    'dr_message_refs-count-random-bytes': 'an inherited range with a BLOB count: reads by number miss it unnoticed',
-}
-"""Mistyped key and label values the SQLite reads do not refuse yet (found by this suite; issue #14).
-
-The reasons give the likely mechanism, read off the failing reads, not yet confirmed in the store code.
-
-Each needs a type check in the store's reads (`stores/sqlite/_reads.py`, `stores/_run_rows.py`,
-`stores/_snapshot_rows.py`). A case listed here fails once it reads exactly or raises, so that
-the list only shrinks."""
 
 
 def _value(column: str, kind: str, rng: random.Random) -> Any:
@@ -138,12 +119,24 @@ def _read(path: Path) -> dict[str, tuple[str, Any]]:
     return anyio.run(go)
 
 
+def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    """`durable-recall check --json` on the store: its exit status and report."""
+    capsys.readouterr()
+    status = main(['check', '--store', str(path), '--json'])
+    return status, json.loads(capsys.readouterr().out)
+
+
 CASES = [(table, column, kind) for table, (_, columns) in ROWS.items() for column in columns for kind in KINDS]
 
 
 @pytest.mark.parametrize(('table', 'column', 'kind'), CASES, ids=['-'.join(case) for case in CASES])
 def test_a_damaged_column_reads_exactly_or_raises(
-    template: tuple[Path, dict[str, tuple[str, Any]]], tmp_path: Path, table: str, column: str, kind: str
+    template: tuple[Path, dict[str, tuple[str, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    table: str,
+    column: str,
+    kind: str,
 ) -> None:
     source, baseline = template
     path = tmp_path / 'damaged.db'
@@ -173,14 +166,11 @@ def test_a_damaged_column_reads_exactly_or_raises(
     TALLY['damaged inputs tried'] += 1
     TALLY.update({f'reads {verdict}': count for verdict, count in verdicts.items()})
     TALLY['damaged inputs detected'] += bool(verdicts['detected'])
-    case = f'{table}-{column}-{kind}'
-    if case in KNOWN_GAPS:
-        assert verdicts['wrong'] > 0, f'{case} is handled now: take it out of KNOWN_GAPS'
-        TALLY['known gaps (xfail)'] += 1
-        TALLY['silently wrong reads in known gaps'] += verdicts['wrong']
-        pytest.xfail(KNOWN_GAPS[case])
-    TALLY['reads silently wrong outside known gaps'] += verdicts['wrong']
+    TALLY['reads silently wrong'] += verdicts['wrong']
     assert verdicts['wrong'] == 0, f'a read returned other data than was written: {verdicts}'
+    status, report = _check(path, capsys)
+    assert status == 1 and report['problems'], f'check found nothing: {report}'
+    TALLY['damaged inputs named by durable-recall check'] += 1
 
 
 def test_flipped_bits_in_stored_bodies_read_exactly_or_raise(
@@ -212,10 +202,10 @@ def test_flipped_bits_in_stored_bodies_read_exactly_or_raise(
 
 def test_print_the_figures() -> None:
     """Last in the file: print what the tests above measured (`pytest -s`)."""
-    wrong = TALLY['reads silently wrong outside known gaps'] + TALLY['flip reads wrong']
+    wrong = TALLY['reads silently wrong'] + TALLY['flip reads wrong']
     print('\nreliability: corruption (SQLite)')
     for key in sorted(TALLY):
         print(f'  {key}: {TALLY[key]}')
-    print(f'  silently wrong reads (outside the {len(KNOWN_GAPS)} known gaps): {wrong}')
+    print(f'  silently wrong reads: {wrong}')
     print(f'  well-formed substitutions read back as stored: {", ".join(SUBSTITUTED) or "none"}')
     assert wrong == 0

@@ -33,7 +33,8 @@ def _start(store: str, *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, 'PYTHONPATH': str(ROOT)},
+        # This checkout's sources first: an editable install may point at another checkout.
+        env={**os.environ, 'PYTHONPATH': os.pathsep.join([str(ROOT / 'src'), str(ROOT)])},
     )
 
 

@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_app(cwd: Path, *args: str) -> str:
-    env = {**os.environ, 'PYTHONPATH': str(REPO_ROOT)}
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)])}
     env.pop(STORE_VARIABLE, None)
     done = subprocess.run(
         [sys.executable, '-m', 'workflows.dbos.app', *args],

@@ -30,7 +30,7 @@ def missing_database(postgres_url: str) -> str:
 def test_a_sample_pointed_at_a_missing_database_fails_fast_with_one_line(
     tmp_path: Path, postgres_url: str, module: str, process: str
 ) -> None:
-    env = {**os.environ, 'PYTHONPATH': str(REPO_ROOT)}
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)])}
     env.pop(STORE_VARIABLE, None)
     done = subprocess.run(
         [sys.executable, '-m', module, '--postgres', missing_database(postgres_url)],

@@ -20,7 +20,7 @@ import anyio
 import pytest
 from temporalio.testing import WorkflowEnvironment
 from workflows.conversation import DETAIL, STORE_VARIABLE, TURNS
-from workflows.temporal import ADDRESS_VARIABLE, TASK_QUEUE, starter, worker
+from workflows.temporal import ADDRESS_VARIABLE, TASK_QUEUE, ConversationResult, starter, worker
 
 from durable_recall import PostgresStepStore, SqliteStepStore
 
@@ -71,9 +71,42 @@ async def test_worker_and_starter_in_process(
         await store.aclose()
 
 
+async def test_the_starter_waits_for_a_worker_and_says_so(
+    temporal_env: WorkflowEnvironment, sample_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker that comes up while the starter waits: the starter says it waits, then runs the conversation."""
+    client = temporal_env.client
+    queue = unique_task_queue('late-worker')
+    results: list[ConversationResult] = []
+    done = anyio.Event()
+    said: list[str] = []
+
+    async def start() -> None:
+        results.append(await starter.main(client, task_queue=queue, worker_wait=60))
+        done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(start)
+        with anyio.fail_after(30):
+            while not any('no worker is polling' in text for text in said):
+                await anyio.sleep(0.2)
+                said.append(capsys.readouterr().err)
+        async with worker.build_worker(client, task_queue=queue, workflow_failure_exception_types=[Exception]):
+            with anyio.fail_after(60):
+                await done.wait()
+    lines = ''.join([*said, capsys.readouterr().err]).splitlines()
+    assert lines[0].startswith(f'starter: no worker is polling task queue {queue!r}'), lines
+    assert 'starter: a worker is polling now; starting the conversation' in lines, lines
+    assert [turn.prompt for turn in results[0].transcript] == list(TURNS)
+
+
 async def test_worker_command_with_postgres(temporal_env: WorkflowEnvironment, postgres_database_url: str) -> None:
     address = temporal_env.client.service_client.config.target_host
-    env = {**os.environ, ADDRESS_VARIABLE: address, 'PYTHONPATH': str(REPO_ROOT)}
+    env = {
+        **os.environ,
+        ADDRESS_VARIABLE: address,
+        'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)]),
+    }
     env.pop(STORE_VARIABLE, None)
     process = subprocess.Popen(
         [sys.executable, '-m', 'workflows.temporal.worker', '--postgres', postgres_database_url],

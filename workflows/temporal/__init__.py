@@ -8,7 +8,11 @@ conversation builds no agent and opens no store.
 from __future__ import annotations
 
 import os
+import sys
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from pydantic_ai.messages import ModelMessage
 
@@ -16,6 +20,37 @@ TASK_QUEUE = 'durable-recall-conversation'
 WORKFLOW_NAME = 'LongConversation'
 ADDRESS_VARIABLE = 'TEMPORAL_ADDRESS'
 DEFAULT_ADDRESS = 'localhost:7233'
+
+
+def exit_after(run: Callable[[], int]) -> NoReturn:
+    """Call `run`, then end the process with its status, skipping the interpreter's teardown.
+
+    `run` is the process's whole work, its event loop closed when it returns; the streams are
+    flushed, then `os._exit`.
+
+    Why: Temporal core runs on Tokio threads that temporalio keeps for the life of the process (it
+    has no call to stop them). Each client call made from Python is a future those threads
+    complete by taking the GIL. A call still in flight as the event loop closes (one cancelled
+    with the loop's last tasks) completes a moment later; if the interpreter is finalizing by
+    then, CPython ends that foreign thread while pyo3 holds the GIL for it and aborts the process:
+    `Fatal Python error: PyGILState_Release` (exit 134; seen under gdb in a Tokio worker thread
+    completing a client call during `Py_FinalizeEx`; temporalio/sdk-python#300). It hit the worker
+    with a Postgres store in about 1 stop in 30 here, and the starter under load. When `run`
+    returns, the worker has shut down, the store's pool is closed (before the loop) and the loop
+    is closed: the interpreter's teardown has nothing of ours left to do, so skipping it loses
+    nothing. `SystemExit` gives its code (`fail` wrote its line already); any other exception
+    prints its traceback and gives 1.
+    """
+    try:
+        status = run()
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def temporal_address() -> str:

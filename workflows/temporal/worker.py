@@ -29,7 +29,7 @@ from temporalio.worker import Worker
 from durable_recall import DurableRecallError
 from durable_recall.temporal import DurableRecallPlugin
 from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, check_store, fail
-from workflows.temporal import TASK_QUEUE, temporal_address
+from workflows.temporal import TASK_QUEUE, exit_after, temporal_address
 
 
 async def connect(address: str | None = None) -> Client:
@@ -96,6 +96,12 @@ async def main(argv: Sequence[str] | None = None) -> None:
     print('worker: stopped', flush=True)
 
 
-if __name__ == '__main__':
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run `main` until stopped; 0 (Ctrl-C before the signal handlers are installed is a stop too)."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+        asyncio.run(main(argv))
+    return 0
+
+
+if __name__ == '__main__':
+    exit_after(run)  # ends the process without the interpreter's teardown: see `exit_after`

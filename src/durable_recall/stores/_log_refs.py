@@ -118,11 +118,18 @@ or `(run_id, first, end, None)`, entries `first` up to `end` of the run are refe
 other rows give, unless they are missing)."""
 
 
-def resolved_logs(rows: Iterable[ResolvedRow]) -> dict[str, dict[int, StoredBody | None]]:
-    """Log entries by run and number from a resolving read.
+def resolved_logs(
+    rows: Iterable[ResolvedRow], wanted: Iterable[tuple[str, int, int]] = ()
+) -> dict[str, dict[int, StoredBody | None]]:
+    """Log entries by run and number from a resolving read of the `(run_id, first, end)` ranges `wanted`.
 
     An entry a reference covers but no body row answers (its body is gone) is `None`, which a
-    reader reports as missing; an entry neither holds is left out, as a number past the log is.
+    reader reports as missing. So is an entry asked for that neither holds while a later entry of
+    the same run is found: a run's log numbers follow on from 0 without a gap (a save appends),
+    so that entry's row was lost, or a damaged file holds its key as another type (SQLite keeps
+    whatever a file holds: a text or BLOB number or run id matches no lookup). An entry past the
+    last one found is left out, as a number past the log is: no read by number can tell it from
+    one (`durable-recall check` reads the snapshots that name it, and scans the key types).
     """
     covered: list[tuple[str, int, int]] = []
     found: dict[str, dict[int, StoredBody | None]] = {}
@@ -136,7 +143,25 @@ def resolved_logs(rows: Iterable[ResolvedRow]) -> dict[str, dict[int, StoredBody
         logs.setdefault(run_id, {}).update(dict.fromkeys(range(first, end)))
     for run_id, bodies in found.items():
         logs.setdefault(run_id, {}).update(bodies)
+    _mark_holes(logs, wanted)
     return logs
+
+
+def _mark_holes(logs: dict[str, dict[int, StoredBody | None]], wanted: Iterable[tuple[str, int, int]]) -> None:
+    """Mark as missing (`None`) each entry asked for that is absent below the run's last entry found.
+
+    Costs a pass over the numbers asked for up to the last one found, no more than the entries
+    the read returned (plus the holes): no query.
+    """
+    tops = {run_id: max(log) for run_id, log in logs.items() if log}
+    for run_id, first, end in wanted:
+        top = tops.get(run_id)
+        if top is None or first >= top:
+            continue
+        log = logs[run_id]
+        for seq in range(max(first, 0), min(end, top)):  # a log numbers from 0: no entry below
+            if seq not in log:
+                log[seq] = None
 
 
 def spans(seqs: Iterable[int]) -> list[LogRange]:

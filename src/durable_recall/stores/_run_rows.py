@@ -15,7 +15,7 @@ from typing import Any, cast
 from ..base import CorruptRunError, RunRecord, parse_timestamp
 from ..index import IndexedRunRow
 
-__all__ = ('decode_metadata', 'encode_metadata', 'indexed_run', 'run_record')
+__all__ = ('decode_metadata', 'encode_metadata', 'indexed_run', 'missing_run', 'run_record', 'stored_name')
 
 
 def encode_metadata(metadata: Mapping[str, str]) -> str:
@@ -55,6 +55,8 @@ def run_record(
     Raises:
         DurableRecallError: The row's metadata or timestamp cannot be decoded.
     """
+    if not isinstance(run_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise _corrupt_run(stored_name(run_id), f'the run id is stored as a {type(run_id).__name__}, not text')
     if isinstance(started_at, str):
         try:
             started_at = parse_timestamp(started_at)
@@ -115,6 +117,29 @@ def indexed_run(
         times=times,
         state=state,
         started_at=started_at,
+    )
+
+
+def stored_name(value: object) -> str:
+    """A printable name for a stored key of any type: text as it is, UTF-8 bytes as their text, other bytes as hex."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            return f"x'{value.hex()}'"
+    return str(value)
+
+
+def missing_run(run_id: str) -> CorruptRunError:
+    """The error for a run whose row is gone (or unreadable by its id) while its snapshots are stored.
+
+    A run is registered before any snapshot of it is saved, and deleted with them, so snapshots
+    without a run row are a lost row, never a run that does not exist.
+    """
+    return CorruptRunError(
+        run_id, 'its row is missing (or its id is stored as another type), but its snapshots are stored'
     )
 
 

@@ -136,6 +136,9 @@ def decode_snapshot(
         CorruptSnapshotError: The state, timestamp or ranges are malformed, a log entry the ranges
             name is missing, or a message body does not decode.
     """
+    if type(row.index) is not int:  # SQLite keeps whatever type a damaged file holds
+        # Such a row sorts after every number, so a read of the latest snapshot finds it first.
+        raise CorruptSnapshotError(row.run_id, -1, f'a snapshot index is stored as a {type(row.index).__name__}')
     state = _decode_state(row)
     saved_at = _decode_saved_at(row)
     if type(row.step_index) is not int:  # SQLite keeps whatever type a damaged file holds
@@ -259,14 +262,18 @@ def check_consecutive(run_id: str, rows: Sequence[SnapshotRow], after: int) -> N
     index a damaged file holds as another type), and a listing without it would read as whole.
 
     Raises:
-        CorruptSnapshotError: Names the first index that is missing or not an integer.
+        CorruptSnapshotError: Names the first index that is missing; or, when the numbered rows
+            follow on but a row's index is not an integer (SQLite keeps whatever type a damaged
+            file holds), names no snapshot (-1): that row's place in the run is unknown.
     """
     expected = max(after, -1) + 1  # `after` below -1 means from the first snapshot, as -1 does
+    mistyped: list[str] = []
     for row in rows:
-        if type(row.index) is not int:  # SQLite keeps whatever type a damaged file holds
-            raise CorruptSnapshotError(
-                run_id, expected, f'the snapshot index is stored as a {type(row.index).__name__}'
-            )
+        if type(row.index) is not int:
+            mistyped.append(type(row.index).__name__)
+            continue
         if row.index != expected:
             raise CorruptSnapshotError(run_id, expected, f'the snapshot row is missing (the next one is {row.index})')
         expected += 1
+    if mistyped:
+        raise CorruptSnapshotError(run_id, -1, f'a snapshot index is stored as a {mistyped[0]}, not an integer')

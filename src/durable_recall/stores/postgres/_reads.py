@@ -117,11 +117,13 @@ async def logs(
 ) -> dict[str, dict[int, StoredBody | None]]:
     """Log entries by run and number, for `(run_id, first, end)` ranges, references followed, in one round trip.
 
-    `None` for an entry a reference covers whose body is gone; entries past a log are left out.
+    `None` for an entry a reference covers whose body is gone, or one missing below a later entry
+    found (see `resolved_logs`); entries past a log are left out.
     """
-    await cur.execute(db.sql(_LOGS), _params(wanted))
+    ranges = list(wanted)
+    await cur.execute(db.sql(_LOGS), _params(ranges))
     rows = await cur.fetchall()
-    return resolved_logs((run_id, seq, end, _stored(text, data)) for run_id, seq, end, text, data in rows)
+    return resolved_logs([(run_id, seq, end, _stored(text, data)) for run_id, seq, end, text, data in rows], ranges)
 
 
 async def log_entries(

@@ -11,9 +11,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ...base import StoredBody
+from ...base import CorruptRunError, StoredBody
 from .._chain import LogRange
 from .._log_refs import MAX_HOPS, BaseEntry, ResolvedRow, resolved_logs, spans
+from .._run_rows import missing_run, stored_name
 from .._snapshot_rows import SnapshotRow, check_consecutive, log_span
 from ._connection import transaction
 from ._params import chunked, marks
@@ -21,11 +22,13 @@ from ._params import chunked, marks
 __all__ = (
     'RUN_COLUMNS',
     'SNAPSHOT_COLUMNS',
+    'conversations',
     'latest_snapshot_row',
     'log_entries',
     'log_numbers',
     'log_span_entries',
     'logs',
+    'mistyped_rows',
     'owned_entries',
     'run_rows',
     'runs_listed',
@@ -68,12 +71,46 @@ def _want(count: int) -> str:
 
 
 def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[Any]:
-    """The runs rows of these run ids (ids never registered are left out), in one snapshot."""
-    rows: list[Any] = []
+    """The runs rows of these run ids (ids never registered are left out), in one snapshot.
+
+    Raises:
+        CorruptRunError: An id has no run row but has snapshots (see `missing_run`). Only the ids
+            not found are looked up in the snapshots table, so a read that finds its runs pays nothing.
+    """
+    wanted = sorted(set(run_ids))
+    if len(wanted) == 1:  # one statement sees one snapshot: no transaction, unless the run is missing
+        rows: list[Any] = conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', wanted).fetchall()
+        if rows:
+            return rows
+    rows = []
     with transaction(conn, 'BEGIN'):
-        for chunk in chunked(sorted(set(run_ids))):
+        for chunk in chunked(wanted):
             rows += conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id IN ({marks(chunk)})', chunk)
+        found = {row[0] for row in rows}
+        absent = [run_id for run_id in wanted if run_id not in found]
+        for chunk in chunked(absent):
+            query = f'SELECT run_id FROM dr_snapshots WHERE run_id IN ({marks(chunk)}) AND idx = 0'
+            for (run_id,) in conn.execute(query, chunk):
+                raise missing_run(run_id)
     return rows
+
+
+def conversations(conn: sqlite3.Connection) -> list[str]:
+    """The conversation ids runs name, in order.
+
+    Raises:
+        CorruptRunError: A run's conversation id is stored as another type than text (looked up
+            only then), which a listing would otherwise return as bytes or a number.
+    """
+    rows = conn.execute(
+        'SELECT DISTINCT conversation_id FROM dr_runs'
+        " WHERE conversation_id IS NOT NULL AND conversation_id <> '' ORDER BY conversation_id"
+    ).fetchall()
+    if all(isinstance(row[0], str) for row in rows):
+        return [row[0] for row in rows]
+    query = "SELECT run_id, typeof(conversation_id) FROM dr_runs WHERE typeof(conversation_id) NOT IN ('text', 'null')"
+    run_id, kind = conn.execute(query).fetchone()
+    raise CorruptRunError(stored_name(run_id), f'conversation_id is stored as {kind}, not text')
 
 
 def runs_listed(conn: sqlite3.Connection, conversation_id: str | None, parent_run_id: str | None) -> list[Any]:
@@ -117,12 +154,13 @@ def latest_snapshot_row(conn: sqlite3.Connection, run_id: str, *, include_interr
 def logs(conn: sqlite3.Connection, wanted: Sequence[tuple[str, int, int]]) -> dict[str, dict[int, StoredBody | None]]:
     """Log entries by run and number, for `(run_id, first, end)` ranges, references followed (call in a transaction).
 
-    `None` for an entry a reference covers whose body is gone; entries past a log are left out.
+    `None` for an entry a reference covers whose body is gone, or one missing below a later entry
+    found (see `resolved_logs`); entries past a log are left out.
     """
     rows: list[ResolvedRow] = []
     for chunk in chunked(wanted, _RANGES_PER_QUERY):
         rows += conn.execute(_want(len(chunk)) + _BODIES, [value for item in chunk for value in item])
-    return resolved_logs(rows)
+    return resolved_logs(rows, wanted)
 
 
 def log_numbers(conn: sqlite3.Connection, run_id: str, seqs: Sequence[int]) -> dict[int, StoredBody | None]:
@@ -158,3 +196,73 @@ def owned_entries(
         found = conn.execute(_want(len(chunk)) + select, params)
         entries.update((seq, BaseEntry(seq, owner, at, hops, body)) for seq, owner, at, hops, body in found)
     return entries
+
+
+_DECLARED: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    (
+        'dr_runs',
+        'the run row',
+        (
+            ('run_id', "'text'"),
+            ('conversation_id', "'text', 'null'"),
+            ('parent_run_id', "'text', 'null'"),
+            ('agent_name', "'text', 'null'"),
+            ('metadata', "'text'"),
+            ('started_at', "'text'"),
+            ('token', "'text'"),
+        ),
+    ),
+    (
+        'dr_snapshots',
+        'snapshot row',
+        (
+            ('run_id', "'text'"),
+            ('idx', "'integer'"),
+            ('step_index', "'integer'"),
+            ('state', "'text'"),
+            ('saved_at', "'text'"),
+            ('ranges', "'text'"),
+            ('size', "'integer'"),
+        ),
+    ),
+    ('dr_messages', 'log entry', (('run_id', "'text'"), ('seq', "'integer'"), ('body', "'text', 'blob'"))),
+    (
+        'dr_message_refs',
+        'inherited range at',
+        (
+            ('run_id', "'text'"),
+            ('seq', "'integer'"),
+            ('count', "'integer'"),
+            ('ref_run_id', "'text'"),
+            ('ref_seq', "'integer'"),
+        ),
+    ),
+)
+"""Per table: what its rows are, and the storage classes (`typeof`) each column may hold."""
+
+
+def mistyped_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Every stored row with a column of another type than the schema declares: `(run, what)`.
+
+    SQLite stores whatever type a value has, whatever the column declares (the tables are not
+    STRICT), and a mistyped key matches no lookup by value: such a row drops out of every read
+    that asks for it by key. A read notices most of them (a gap in a listing, a hole in a log),
+    but not all: a run row whose conversation id is a BLOB is simply not in that conversation's
+    listing. Only a scan sees every one, so `durable-recall check` runs this (a full read of the
+    four tables; never on a read path). The run is named by its id, or, where the id itself is
+    mistyped, by `stored_name`.
+    """
+    found: list[tuple[str, str]] = []
+    for table, what, columns in _DECLARED:
+        kinds = ', '.join(f'typeof({column})' for column, _ in columns)
+        wrong = ' OR '.join(f'typeof({column}) NOT IN ({allowed})' for column, allowed in columns)
+        query = f'SELECT run_id, {columns[1][0]}, {kinds} FROM {table} WHERE {wrong}'
+        for run_id, number, *stored in conn.execute(query):
+            bad = [
+                f'{column} is stored as {kind}'
+                for (column, allowed), kind in zip(columns, stored, strict=True)
+                if f"'{kind}'" not in allowed
+            ]
+            where = '' if table == 'dr_runs' else f' {stored_name(number)}'
+            found.append((stored_name(run_id), f'{what}{where}: {", ".join(bad)}'))
+    return found

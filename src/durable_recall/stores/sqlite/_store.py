@@ -6,7 +6,6 @@ import os
 import sqlite3
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
@@ -67,11 +66,10 @@ class SqliteStepStore:
         return await self._db.call(lambda conn: _writes.register_run(conn, registration))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        def read(conn: sqlite3.Connection) -> Any:
-            return conn.execute(f'SELECT {_reads.RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', (run_id,)).fetchone()
-
         with _text_of_runs([run_id]):
-            return await self._db.read(read, lambda row: None if row is None else run_record(*row))
+            return await self._db.read(
+                lambda conn: _reads.run_rows(conn, [run_id]), lambda rows: run_record(*rows[0]) if rows else None
+            )
 
     async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         with _text_of_runs(run_ids):
@@ -90,14 +88,8 @@ class SqliteStepStore:
             )
 
     async def list_conversations(self) -> list[str]:
-        def read(conn: sqlite3.Connection) -> list[str]:
-            rows = conn.execute(
-                'SELECT DISTINCT conversation_id FROM dr_runs'
-                " WHERE conversation_id IS NOT NULL AND conversation_id <> '' ORDER BY conversation_id"
-            )
-            return [row[0] for row in rows]
-
-        return await self._db.call(read)
+        with _text_of_runs([]):
+            return await self._db.call(_reads.conversations)
 
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
         return (await self._save([delta]))[0]
@@ -159,6 +151,16 @@ class SqliteStepStore:
             return await self._db.read(
                 read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
             )
+
+    async def mistyped_rows(self) -> list[tuple[str, str]]:
+        """Rows holding a value of another type than its column declares, as `(run, what)`: a full scan.
+
+        SQLite keeps whatever type a damaged or hand-edited file holds, and a row whose key is
+        mistyped drops out of the reads that look it up. The reads name most such rows (a gap in
+        a listing, a hole in a log), but some only a scan can see (a run whose conversation id
+        is a BLOB is simply not listed under it), so `durable-recall check` runs this one.
+        """
+        return await self._db.call(_reads.mistyped_rows)
 
     def index_storage(self) -> SqliteIndex:
         return self._index
