@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_recall.index import Bm25Params, idf, scope_matches, score_term, term_order, top_scores
+from durable_recall.index import Bm25Params, Match, idf, scope_matches, score_term, term_order, top_scores
 from durable_recall.index._chunks import Chunk
 from durable_recall.text import tokenize
 
@@ -227,13 +227,16 @@ def test_rank_equals_oracle(docs: list[list[str]], query: list[str], k1: float, 
     k1=st.floats(min_value=0, max_value=5),
     b=st.floats(min_value=0, max_value=1),
     k=st.none() | st.integers(min_value=1, max_value=8),
+    vectorised=st.booleans(),
 )
-def test_index_scoring_equals_rank(docs: list[list[str]], query: list[str], k1: float, b: float, k: int | None) -> None:
-    """`top_scores` over one chunk per term gives `rank`'s floats, with the terms in `term_order`."""
+def test_index_scoring_equals_rank(
+    docs: list[list[str]], query: list[str], k1: float, b: float, k: int | None, vectorised: bool
+) -> None:
+    """`top_scores` over one chunk per term gives `rank`'s floats, with the terms in `term_order`, with numpy or not."""
     params = Bm25Params(k1=k1, b=b)
     freqs, lengths = corpus(docs)
     avgdl = sum(lengths) / len(docs) if docs else 0.0
-    terms: list[tuple[str, float, list[tuple[Chunk, int, int]]]] = []
+    terms: list[tuple[str, float, list[Match]]] = []
     for term in dict.fromkeys(query):
         found = [index for index, counts in enumerate(freqs) if counts[term]]
         chunk = Chunk(found, [freqs[index][term] for index in found], [lengths[index] for index in found])
@@ -241,7 +244,7 @@ def test_index_scoring_equals_rank(docs: list[list[str]], query: list[str], k1: 
     in_order = [term for term, _, _ in sorted(terms, key=lambda item: term_order(item[0], item[1]))]
     expected = dict(rank(in_order, freqs, lengths, params))
 
-    scores = top_scores(terms, avgdl, params, k)
+    scores = top_scores(terms, avgdl, params, k, vectorised=vectorised)
 
     assert all(scores[index] == expected[index] for index in scores)
     if k is None:

@@ -215,3 +215,36 @@ async def test_a_batch_that_loses_a_race_catches_its_runs_up_one_by_one(store: S
     await agree(
         store, 'c-lost', requests(make_queries(conversation, 6, 62), conversation.runs[1].run_id), scope='conversation'
     )
+
+
+async def test_numpy_columns_answer_as_the_python_scorer(store: StepStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A common term's postings are decoded into numpy columns and scored with array arithmetic
+    # (`index._columns`, `index._vector`) from `MIN_ROWS` rows on, a size these histories never
+    # reach: with the bar at one row, every term takes that path, and every answer must be the
+    # Python scorer's, character for character (scores, ties, filters, orders, one run's record).
+    from durable_recall.index import _columns, _scoring
+
+    first = generate_conversation(71, 240, conversation_id='c-columns')
+    await write_conversation(store, first, window=12)
+    await write_conversation(store, generate_conversation(72, 120, conversation_id='c-beside'), window=12)
+    asks = requests(make_queries(first, 10, 71), first.runs[3].run_id)
+    ctx = context(conversation_id='c-columns')
+    vectorised = _scoring.vector_top_scores
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return vectorised(*args)
+
+    for scope in ('conversation', 'all'):
+        python = ConversationSearch(SnapshotHistorySource(store), scope=scope, context_lines=1)
+        expected = [await python.search(ctx, ask) for ask in asks]
+        assert calls == []
+        with monkeypatch.context() as patched:
+            patched.setattr(_columns, 'MIN_ROWS', 1)
+            patched.setattr(_scoring, 'vector_top_scores', counted)
+            columns = ConversationSearch(SnapshotHistorySource(store), scope=scope, context_lines=1)
+            assert [await columns.search(ctx, ask) for ask in asks] == expected
+        assert calls
+        calls.clear()
+        assert any('matches for' in answer for answer in expected)

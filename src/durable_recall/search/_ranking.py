@@ -31,14 +31,13 @@ from ..index import (
     Postings,
     Progress,
     Unreadable,
-    decode_chunk,
     decode_floats,
     decode_ints,
     idf,
-    merged,
     record_text_terms,
     run_matches,
     scope_matches,
+    term_postings,
     top_scores,
 )
 from ._corpus import Corpus
@@ -370,7 +369,7 @@ class Ranker:
                 raise _Moved
             for term in missing:
                 rows = found.get(term, ())
-                scope.terms[term] = [merged([decode_chunk(row.chunk, row.postings) for row in rows])] if rows else []
+                scope.terms[term] = [term_postings(rows)] if rows else []
         out = {term: scope.terms[term] for term in terms}
         for term in terms:
             scope.terms.move_to_end(term)
