@@ -248,3 +248,35 @@ async def test_numpy_columns_answer_as_the_python_scorer(store: StepStore, monke
         assert calls
         calls.clear()
         assert any('matches for' in answer for answer in expected)
+
+
+def test_a_small_store_is_searched_without_numpy(tmp_path: Any) -> None:
+    # numpy costs 0.1 to 0.3 s to import: only a term of `MIN_ROWS` rows or more loads it, which
+    # a conversation of a few hundred messages never has, so its searches stay off it.
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, sys
+from benchmarks._script import generate_conversation, make_queries
+from benchmarks.histories import write_conversation
+from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore
+from durable_recall.search import SearchRequest
+from tests.search._stub import context
+
+async def main():
+    store = SqliteStepStore({str(tmp_path / 'small.db')!r})
+    conversation = generate_conversation(81, 300, conversation_id='c-small')
+    await write_conversation(store, conversation, window=12)
+    search = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    for query in make_queries(conversation, 8, 81):
+        answer = await search.search(context(conversation_id='c-small'), SearchRequest(query=query))
+        assert answer.split(' ', 1)[0].isdigit(), answer[:200]
+    await store.aclose()
+    print('numpy' in sys.modules)
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == 'False'

@@ -44,7 +44,10 @@ def warm_up() -> None:
             timestamp=at,
         ),
         ModelResponse(
-            parts=[TextPart(content='Looking.'), ToolCallPart(tool_name='read', args={'path': 'a.py'}, tool_call_id='1')],
+            parts=[
+                TextPart(content='Looking.'),
+                ToolCallPart(tool_name='read', args={'path': 'a.py'}, tool_call_id='1'),
+            ],
             timestamp=at,
         ),
         ModelRequest(
