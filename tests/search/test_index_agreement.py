@@ -222,14 +222,14 @@ async def test_numpy_columns_answer_as_the_python_scorer(store: StepStore, monke
     # (`index._columns`, `index._vector`) from `MIN_ROWS` rows on, a size these histories never
     # reach: with the bar at one row, every term takes that path, and every answer must be the
     # Python scorer's, character for character (scores, ties, filters, orders, one run's record).
-    from durable_recall.index import _columns, _scoring
+    from durable_recall.index import _columns, _scoring, _vector
 
     first = generate_conversation(71, 240, conversation_id='c-columns')
     await write_conversation(store, first, window=12)
     await write_conversation(store, generate_conversation(72, 120, conversation_id='c-beside'), window=12)
     asks = requests(make_queries(first, 10, 71), first.runs[3].run_id)
     ctx = context(conversation_id='c-columns')
-    vectorised = _scoring.vector_top_scores
+    vectorised = _vector.vector_top_scores
     calls: list[int] = []
 
     def counted(*args: Any) -> Any:
