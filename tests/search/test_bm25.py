@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from durable_recall.index import Bm25Params, Match, idf, scope_matches, score_term, term_order, top_scores
 from durable_recall.index._chunks import Chunk
+from durable_recall.index._columns import Columns
 from durable_recall.text import tokenize
 
 from ._oracle import rank
@@ -252,3 +253,41 @@ def test_index_scoring_equals_rank(
     else:
         best = sorted(expected.values(), reverse=True)[:k]
         assert all(index in scores for index, score in expected.items() if best and score > best[-1])
+
+
+@given(
+    docs=st.lists(st.lists(st.sampled_from(_VOCABULARY), max_size=8), max_size=12),
+    queries=st.lists(st.lists(st.sampled_from([*_VOCABULARY, 'zz']), max_size=5), min_size=1, max_size=4),
+    k=st.none() | st.integers(min_value=1, max_value=4),
+)
+def test_numpy_columns_score_as_rank_search_after_search(
+    docs: list[list[str]], queries: list[list[str]], k: int | None
+) -> None:
+    """A term's `Columns` are cached between searches, with its shares memoised: no search may change them."""
+    import numpy as np
+
+    params = Bm25Params()
+    freqs, lengths = corpus(docs)
+    avgdl = sum(lengths) / len(docs) if docs else 0.0
+    postings: dict[str, Columns] = {}
+    for term in [*_VOCABULARY, 'zz']:
+        found = [index for index, counts in enumerate(freqs) if counts[term]]
+        postings[term] = Columns(
+            np.array(found, dtype=np.uint64),
+            np.array([freqs[index][term] for index in found], dtype=np.float64),
+            np.array([lengths[index] for index in found], dtype=np.float64),
+        )
+    for query in [*queries, *queries]:
+        terms = [
+            (term, idf(len(docs), len(postings[term])), scope_matches([postings[term]]))
+            for term in dict.fromkeys(query)
+        ]
+        in_order = [term for term, _, _ in sorted(terms, key=lambda item: term_order(item[0], item[1]))]
+        expected = dict(rank(in_order, freqs, lengths, params))
+        scores = top_scores(terms, avgdl, params, k)
+        assert all(scores[index] == expected[index] for index in scores)
+        if k is None:
+            assert scores.keys() == expected.keys()
+        else:
+            best = sorted(expected.values(), reverse=True)[:k]
+            assert all(index in scores for index, score in expected.items() if best and score >= best[-1])

@@ -245,6 +245,8 @@ async def test_numpy_columns_answer_as_the_python_scorer(store: StepStore, monke
             patched.setattr(_scoring, 'vector_top_scores', counted)
             columns = ConversationSearch(SnapshotHistorySource(store), scope=scope, context_lines=1)
             assert [await columns.search(ctx, ask) for ask in asks] == expected
+            # Again in the same process: from its cached columns and their memoised shares.
+            assert [await columns.search(ctx, ask) for ask in asks] == expected
         assert calls
         calls.clear()
         assert any('matches for' in answer for answer in expected)

@@ -95,7 +95,7 @@ def _added(
     import numpy as np
 
     if not len(keys):
-        return term_keys, gains
+        return term_keys.copy(), gains.copy()  # later terms add to them in place: never to a term's memo
     both = np.concatenate((keys, term_keys))
     order = np.argsort(both, kind='stable')  # two sorted runs: a merge; a document's earlier sum sorts first
     both = both[order]
