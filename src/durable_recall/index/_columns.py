@@ -33,6 +33,9 @@ Below it a `Chunk` is as quick to build, and no term of a conversation of a few 
 reaches it, so such a store is searched without numpy."""
 
 _KINDS = {2: '<u2', 4: '<u4'}
+
+_Body = tuple[bytes, int, tuple[int, int, int]]
+"""A sealed chunk's inflated body, postings count and column widths (`sealed_columns`)."""
 _KEY_MAX = 2**64 - 1
 
 
@@ -116,14 +119,10 @@ def decode_columns(rows: Sequence[PostingsRow]) -> Columns:
             ]
     tfs, lengths = columns
     if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
-        # Chunks whose ranges overlap (a run indexed again later): sort, as `merged` does.
+        # Chunks whose ranges overlap (a run caught up again, or indexed anew): sort, as `merged` does.
         order = np.argsort(keys, kind='stable')
         keys, tfs, lengths = keys[order], tfs[order], lengths[order]
     return Columns(keys, tfs, lengths)
-
-
-_Body = tuple[bytes, int, tuple[int, int, int]]
-"""A sealed chunk's inflated body, postings count and column widths (`sealed_columns`)."""
 
 
 def _column(bodies: Sequence[_Body], where: Callable[[int, tuple[int, int, int]], tuple[int, int]]) -> NDArray[Any]:
