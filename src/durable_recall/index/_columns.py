@@ -29,13 +29,15 @@ __all__ = ('MIN_ROWS', 'Columns', 'decode_columns', 'term_postings')
 MIN_ROWS = 32
 """Rows (chunks) from which a term's postings are decoded into `Columns` (about 2,000 postings or more).
 
-Below it a `Chunk` is as quick to build, and no term of a conversation of a few thousand messages
-reaches it, so such a store is searched without numpy."""
+Below it the Python `Chunk` costs a few milliseconds at most, and no term of a conversation of a
+thousand messages reaches it (a word in every one of them has 17 rows), so a store that size is
+searched without importing numpy (0.1 to 0.3 s)."""
 
 _KINDS = {2: '<u2', 4: '<u4'}
 
 _Body = tuple[bytes, int, tuple[int, int, int]]
 """A sealed chunk's inflated body, postings count and column widths (`sealed_columns`)."""
+
 _KEY_MAX = 2**64 - 1
 
 
