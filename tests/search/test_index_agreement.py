@@ -282,3 +282,43 @@ asyncio.run(main())
     done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == 'False'
+
+
+def test_a_first_search_keeps_to_python_and_a_later_one_imports_numpy(tmp_path: Any) -> None:
+    # Importing numpy costs more than a one-off search of a common word: a process's first search
+    # decodes such a word into Python chunks (without keeping them); its next search reads it
+    # again into numpy columns. With the bar at one row, every word is common.
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, sys
+from benchmarks._script import generate_conversation, make_queries
+from benchmarks.histories import write_conversation
+from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore
+from durable_recall.index import _columns
+from durable_recall.search import SearchRequest
+from tests.search._stub import context
+
+async def main():
+    store = SqliteStepStore({str(tmp_path / 'first.db')!r})
+    conversation = generate_conversation(91, 200, conversation_id='c-first')
+    await write_conversation(store, conversation, window=12)
+    ctx = context(conversation_id='c-first')
+    queries = make_queries(conversation, 6, 91)
+    plain = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    expected = [await plain.search(ctx, SearchRequest(query=query)) for query in queries]
+    _columns.MIN_ROWS = 1
+    search = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    found = [await search.search(ctx, SearchRequest(query=queries[0]))]
+    print('numpy' in sys.modules)
+    found += [await search.search(ctx, SearchRequest(query=query)) for query in [*queries[1:], queries[0]]]
+    print('numpy' in sys.modules)
+    assert found == [*expected, expected[0]]
+    await store.aclose()
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['False', 'True']

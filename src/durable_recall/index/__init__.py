@@ -16,7 +16,7 @@ from ._apply import FullTail, IndexWriter, StoredRun, TermChunk, apply_commits
 from ._bm25 import Bm25Params, idf, score_term
 from ._catch_up import Indexer, Progress, Unreadable, record_text_terms, update_index
 from ._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, merged, seal_tail, without_run
-from ._columns import Columns, term_postings
+from ._columns import Columns, common_term, term_postings
 from ._feed import Folded, RecordFeed, RecordView, SnapshotFeed
 from ._inline import run_inline
 from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
@@ -53,6 +53,7 @@ __all__ = (
     'TermChunk',
     'Unreadable',
     'appended_postings',
+    'common_term',
     'apply_commits',
     'decode_chunk',
     'decode_floats',

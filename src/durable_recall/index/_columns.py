@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ('MIN_ROWS', 'Columns', 'decode_columns', 'term_postings')
+__all__ = ('MIN_ROWS', 'Columns', 'common_term', 'decode_columns', 'term_postings')
 
 MIN_ROWS = 32
 """Rows (chunks) from which a term's postings are decoded into `Columns` (about 2,000 postings or more).
@@ -72,9 +72,19 @@ class Columns:
         return start, len(self.keys) if end > _KEY_MAX else int(np.searchsorted(self.keys, np.uint64(end)))
 
 
-def term_postings(rows: Sequence[PostingsRow]) -> Chunk | Columns:
-    """A term's rows as one sorted `Chunk`, or as `Columns` when there are at least `MIN_ROWS` of them."""
-    if len(rows) >= MIN_ROWS:
+def common_term(rows: Sequence[PostingsRow]) -> bool:
+    """Whether a term's rows are many enough (`MIN_ROWS`) to decode into `Columns`."""
+    return len(rows) >= MIN_ROWS
+
+
+def term_postings(rows: Sequence[PostingsRow], *, columns: bool = True) -> Chunk | Columns:
+    """A term's rows as one sorted `Chunk`, or as `Columns` when there are at least `MIN_ROWS` of them.
+
+    Args:
+        rows: The term's rows in a scope.
+        columns: Whether numpy may be used (`False`: always a `Chunk`, and numpy is not imported).
+    """
+    if columns and common_term(rows):
         return decode_columns(rows)
     return merged([decode_chunk(row.chunk, row.postings) for row in rows])
 
