@@ -25,6 +25,7 @@ from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
 from ._snapshot_source import SnapshotHistorySource
 from ._source_corpus import SourceCorpus
+from ._warm_up import warm_up
 
 __all__ = ('SearchEngine', 'corpus_for')
 
@@ -78,6 +79,7 @@ class SearchEngine:
 
     def __post_init__(self) -> None:
         self._ranker = Ranker(corpus_for(self.source))
+        warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
 
     async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
         """Answer one tool call; every expected outcome is a string, never an exception."""
