@@ -63,14 +63,16 @@ rebuilt in time linear in its snapshots times the context size.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, Sequence
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING
 
 from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker, message_role
 from ._fold_state import FoldState
 from ._hash import message_hash
 from ._matching import Seen, anchors, extends, is_edit_of, same
 from ._strip import strip_artifacts, summary_view
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('RecordBuilder',)
 

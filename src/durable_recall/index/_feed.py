@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Protocol
 
 from ..base import CorruptSnapshotError, RunRecord
 from ..history import FoldState, RecordBuilder
 from ._layout import decode_ints
 from ._reader import SnapshotReader
 from ._storage import IndexedRunRow
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('Folded', 'RecordFeed', 'RecordView', 'SnapshotFeed')
 

@@ -7,12 +7,13 @@ Declared here, below the stores, so that the index depends on no store: every `S
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..base import RunRecord, Snapshot
 from ._storage import IndexStorage
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('SnapshotReader',)
 

@@ -13,9 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeGuard, cast
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..base import (
     CorruptSnapshotError,
@@ -28,6 +26,9 @@ from ..base import (
     parse_timestamp,
 )
 from ._chain import LogRange, ranges_size, snapshot_seqs
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = (
     'SnapshotRow',

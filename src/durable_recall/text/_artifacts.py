@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import cast
 
-from pydantic_ai.messages import CompactionPart, SystemPromptPart, TextContent, UserPromptPart
-
 __all__ = (
     'HARNESS_LEGACY_SUMMARY_PREFIX',
     'HARNESS_RECEIPT_TAG',
@@ -39,6 +37,9 @@ def is_summary_artifact(part: object) -> bool:
     would set, and has text: one an application wrote itself, or a provider's, is real content.
     A system prompt counts only when it starts with the exact legacy prefix, blank line included.
     """
+    # pydantic-ai is imported where a message is looked at, not with the module (see `text`).
+    from pydantic_ai.messages import CompactionPart, SystemPromptPart
+
     if isinstance(part, CompactionPart):
         return (
             part.metadata is not None
@@ -55,6 +56,8 @@ def is_summary_artifact(part: object) -> bool:
 
 def is_compaction_receipt(part: object) -> bool:
     """Whether a part is a harness compaction receipt: a user prompt holding the tagged text item."""
+    from pydantic_ai.messages import TextContent, UserPromptPart
+
     if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
         return False
     items = cast(list[object], list(part.content))

@@ -32,24 +32,17 @@ results, which quote the originals, and often rank them above the originals.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import pydantic_core
-from pydantic_ai.messages import (
-    CompactionPart,
-    InstructionDeltaPart,
-    ModelMessage,
-    ModelRequest,
-    RetryFeedbackPart,
-    SpeechPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-    is_multi_modal_content,
-)
+if TYPE_CHECKING:
+    from pydantic_ai.messages import (
+        InstructionDeltaPart,
+        ModelMessage,
+        SpeechPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
 
 from .._vocabulary import SEARCH_TOOL_NAME
 from ._artifacts import is_compaction_receipt, is_summary_artifact
@@ -148,7 +141,7 @@ def _is_skipped_tool_traffic(message: ModelMessage, skip_tools: Collection[str])
 def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Piece]:
     if is_compaction_marker(message):
         return
-    in_request = isinstance(message, ModelRequest)
+    in_request = message.kind == 'request'
     for part in message.parts:
         if _is_machinery(part, skip_tools):
             continue
@@ -158,6 +151,9 @@ def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Pie
 
 
 def _is_machinery(part: object, skip_tools: Collection[str]) -> bool:
+    # pydantic-ai is imported where a message is looked at, not with the module (see `text`).
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
     if is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part):
         return True
     tool_name: object = getattr(part, 'tool_name', None)
@@ -172,6 +168,16 @@ def _is_legacy_retry(part: object) -> bool:
 
 
 def _request_piece(part: object) -> _Piece | None:
+    from pydantic_ai.messages import (
+        CompactionPart,
+        InstructionDeltaPart,
+        RetryFeedbackPart,
+        SpeechPart,
+        SystemPromptPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
     if isinstance(part, UserPromptPart):
         return _text_piece('User: ', _user_text(part), TEXT_LIMIT)
     if isinstance(part, SystemPromptPart):
@@ -194,6 +200,8 @@ def _request_piece(part: object) -> _Piece | None:
 
 
 def _response_piece(part: object) -> _Piece | None:
+    from pydantic_ai.messages import SpeechPart, TextPart, ToolCallPart
+
     if isinstance(part, TextPart):
         return _text_piece('Assistant: ', part.content, TEXT_LIMIT)
     if isinstance(part, ToolCallPart):
@@ -208,6 +216,8 @@ def _text_piece(label: str, text: str, limit: int) -> _Piece | None:
 
 
 def _user_text(part: UserPromptPart) -> str:
+    from pydantic_ai.messages import TextContent
+
     if isinstance(part.content, str):
         return part.content
     texts: list[str] = []
@@ -243,6 +253,8 @@ def _return_piece(part: ToolReturnPart[Any]) -> _Piece:
 
 
 def _call_piece(part: ToolCallPart[Any]) -> _Piece:
+    import pydantic_core
+
     args = part.args_as_dict()
     values = _json_values(pydantic_core.to_jsonable_python(args, serialize_unknown=True, bytes_mode='base64'))
     searchable = ' '.join([part.tool_name, *values])
@@ -267,6 +279,8 @@ def _retry_text(content: object) -> str:
 
 
 def _value_text(value: object) -> str:
+    from pydantic_ai.messages import is_multi_modal_content
+
     if value is None or is_multi_modal_content(value):
         return ''
     if isinstance(value, str):
@@ -275,6 +289,8 @@ def _value_text(value: object) -> str:
 
 
 def _json(value: object) -> str:
+    import pydantic_core
+
     return pydantic_core.to_json(value, serialize_unknown=True, bytes_mode='base64').decode()
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import LiteralString
+from typing import TYPE_CHECKING, LiteralString
 
 import anyio.to_thread
-from pydantic_ai.messages import ModelMessage
 
-from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ...base import RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._run_rows import encode_metadata
@@ -18,6 +17,9 @@ from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
 from ._writes import write_batch
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
 
@@ -92,6 +94,8 @@ class PostgresStepStore:
                     break
         stored = run_from_row(existing)
         if stored.token != registration.token:
+            from ...base import RunIdConflictError  # loads pydantic-ai (see base._errors)
+
             raise RunIdConflictError(registration.run_id)
         return stored
 

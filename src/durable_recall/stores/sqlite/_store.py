@@ -6,9 +6,9 @@ import os
 import sqlite3
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
-from pydantic_ai.messages import ModelMessage
 
 from ...base import (
     CorruptRunError,
@@ -26,6 +26,9 @@ from .._snapshot_rows import SnapshotRow, decode_log, decode_ranges, decode_snap
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
 from ._index import SqliteIndex
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('SqliteStepStore',)
 

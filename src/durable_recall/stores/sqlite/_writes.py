@@ -11,14 +11,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from ...base import RunIdConflictError, RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
+from ...base import RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
 from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
 from ._connection import transaction
 from ._index import forget_conversation, mark_pending
 from ._reads import RUN_COLUMNS, SNAPSHOT_COLUMNS, owned_entries
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ('delete_conversation', 'register_run', 'write_batch')
 
@@ -35,6 +39,8 @@ def register_run(conn: sqlite3.Connection, registration: RunRegistration) -> Run
         if existing is not None:
             record = run_record(*existing)
             if record.token != registration.token:
+                from ...base import RunIdConflictError  # loads pydantic-ai (see base._errors)
+
                 raise RunIdConflictError(registration.run_id)
             return record
         record = registration.record(datetime.now(UTC))
