@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..base import CorruptSnapshotError, RunRecord
-from ..history import FoldState, RecordBuilder
+from ..history import Cleaned, FoldState, RecordBuilder
 from ._layout import decode_ints
 from ._reader import SharingReader, SnapshotReader
 from ._storage import IndexedRunRow
@@ -95,6 +95,8 @@ class SnapshotFeed:
         """Content hashes by stored body, shared by the runs folded: a run's inherited window was hashed before."""
         self._decoded: dict[object, ModelMessage] = {}
         """Decoded messages by stored body, likewise: the inherited window was decoded with the earlier run."""
+        self._cleaned: dict[object, Cleaned] = {}
+        """Those messages without their artifacts, likewise (see `RecordBuilder`)."""
         self._sharing = store if isinstance(store, SharingReader) else None
 
     async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
@@ -116,14 +118,15 @@ class SnapshotFeed:
                 builder.fold(snapshot.messages, snapshot.seqs, snapshot.bodies)
         if len(self._digests) > _MAX_DIGESTS:
             self._digests.clear()  # a bound, not a policy: the next runs refill what they share
-        if len(self._decoded) > _MAX_DECODED:
+        if len(self._decoded) > _MAX_DECODED or len(self._cleaned) > _MAX_DECODED:
             self._decoded.clear()
+            self._cleaned.clear()
         state = builder.state.to_bytes() if len(builder) or snapshots else (row.state if row else b'')
         return Folded(builder, builder.take_changes(), upto, state)
 
     async def _builder(self, run_id: str, row: IndexedRunRow | None) -> RecordBuilder:
         if row is None or not row.state:
-            return RecordBuilder(track_changes=True, digests=self._digests)
+            return RecordBuilder(track_changes=True, digests=self._digests, cleaned=self._cleaned)
         try:
             state = FoldState.from_bytes(row.state)
         except ValueError as error:
