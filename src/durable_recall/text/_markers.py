@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from .._vocabulary import SEARCH_TOOL_NAME
+from . import _parts
 
 __all__ = (
     'COMPACTION_MARKER_KEY',
@@ -63,13 +64,10 @@ def without_marker(message: ModelRequest) -> ModelRequest | None:
 
 
 def _marker_value(part: object) -> object | None:
-    # pydantic-ai is imported where a message is looked at, not with the module (see `text`).
-    from pydantic_ai.messages import TextContent, UserPromptPart
-
-    if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
+    if not isinstance(part, _parts.UserPromptPart) or isinstance(part.content, str):
         return None
     for item in part.content:
-        tag: object = item.metadata if isinstance(item, TextContent) else None
+        tag: object = item.metadata if isinstance(item, _parts.TextContent) else None
         if isinstance(tag, dict):
             metadata = cast(dict[str, object], tag)
             if COMPACTION_MARKER_KEY in metadata:
@@ -96,7 +94,7 @@ def marker_request(dropped: int) -> ModelRequest:
         f'[{dropped} earlier {noun} removed from this context window to save space. They are persisted: '
         f'call `{SEARCH_TOOL_NAME}` to recall an exact detail from them.]'
     )
-    from pydantic_ai.messages import ModelRequest, TextContent, UserPromptPart
-
     tag = {COMPACTION_MARKER_KEY: {'dropped': dropped}}
-    return ModelRequest(parts=[UserPromptPart(content=[TextContent(text, metadata=tag)])], metadata=tag)
+    return _parts.ModelRequest(
+        parts=[_parts.UserPromptPart(content=[_parts.TextContent(text, metadata=tag)])], metadata=tag
+    )

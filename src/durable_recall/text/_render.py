@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     )
 
 from .._vocabulary import SEARCH_TOOL_NAME
+from . import _parts
 from ._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
 from ._markers import is_compaction_marker, is_marker_part
@@ -151,13 +152,10 @@ def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Pie
 
 
 def _is_machinery(part: object, skip_tools: Collection[str]) -> bool:
-    # pydantic-ai is imported where a message is looked at, not with the module (see `text`).
-    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
-
     if is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part):
         return True
     tool_name: object = getattr(part, 'tool_name', None)
-    if isinstance(part, ToolCallPart | ToolReturnPart) or _is_legacy_retry(part):
+    if isinstance(part, _parts.ToolCallPart | _parts.ToolReturnPart) or _is_legacy_retry(part):
         return tool_name in skip_tools
     return False
 
@@ -168,29 +166,19 @@ def _is_legacy_retry(part: object) -> bool:
 
 
 def _request_piece(part: object) -> _Piece | None:
-    from pydantic_ai.messages import (
-        CompactionPart,
-        InstructionDeltaPart,
-        RetryFeedbackPart,
-        SpeechPart,
-        SystemPromptPart,
-        ToolReturnPart,
-        UserPromptPart,
-    )
-
-    if isinstance(part, UserPromptPart):
+    if isinstance(part, _parts.UserPromptPart):
         return _text_piece('User: ', _user_text(part), TEXT_LIMIT)
-    if isinstance(part, SystemPromptPart):
+    if isinstance(part, _parts.SystemPromptPart):
         return _text_piece('System: ', part.content, SHORT_LIMIT)
-    if isinstance(part, InstructionDeltaPart):
+    if isinstance(part, _parts.InstructionDeltaPart):
         return _instruction_piece(part)
-    if isinstance(part, ToolReturnPart):
+    if isinstance(part, _parts.ToolReturnPart):
         return _return_piece(cast('ToolReturnPart[Any]', part))
-    if isinstance(part, RetryFeedbackPart):
+    if isinstance(part, _parts.RetryFeedbackPart):
         return _text_piece('Retry: ', _retry_text(part.content), TEXT_LIMIT)
-    if isinstance(part, CompactionPart):
+    if isinstance(part, _parts.CompactionPart):
         return _text_piece('Summary: ', part.content or '', TEXT_LIMIT)
-    if isinstance(part, SpeechPart):
+    if isinstance(part, _parts.SpeechPart):
         return _speech_piece(part)
     if _is_legacy_retry(part):
         tool_name = getattr(part, 'tool_name', None)
@@ -200,13 +188,11 @@ def _request_piece(part: object) -> _Piece | None:
 
 
 def _response_piece(part: object) -> _Piece | None:
-    from pydantic_ai.messages import SpeechPart, TextPart, ToolCallPart
-
-    if isinstance(part, TextPart):
+    if isinstance(part, _parts.TextPart):
         return _text_piece('Assistant: ', part.content, TEXT_LIMIT)
-    if isinstance(part, ToolCallPart):
+    if isinstance(part, _parts.ToolCallPart):
         return _call_piece(cast('ToolCallPart[Any]', part))
-    if isinstance(part, SpeechPart):
+    if isinstance(part, _parts.SpeechPart):
         return _speech_piece(part)
     return None
 
@@ -216,15 +202,13 @@ def _text_piece(label: str, text: str, limit: int) -> _Piece | None:
 
 
 def _user_text(part: UserPromptPart) -> str:
-    from pydantic_ai.messages import TextContent
-
     if isinstance(part.content, str):
         return part.content
     texts: list[str] = []
     for item in part.content:
         if isinstance(item, str):
             texts.append(item)
-        elif isinstance(item, TextContent):
+        elif isinstance(item, _parts.TextContent):
             texts.append(item.content)
     return ' '.join(texts)
 
@@ -279,9 +263,7 @@ def _retry_text(content: object) -> str:
 
 
 def _value_text(value: object) -> str:
-    from pydantic_ai.messages import is_multi_modal_content
-
-    if value is None or is_multi_modal_content(value):
+    if value is None or _parts.is_multi_modal_content(value):
         return ''
     if isinstance(value, str):
         return value
