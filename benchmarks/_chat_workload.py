@@ -155,9 +155,10 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
         ),
         'ingest': (
             f'each run adds {per_run:.1f} messages on top of up to {CHAT_WINDOW} inherited ones, and pays what any run '
-            'pays: its registration, a snapshot before its model request and at its end, and at catch-up reading '
-            'back, decoding and hashing again the history it inherited (~0.3 ms a message) before it folds and '
-            'tokenizes what is new'
+            'pays: a committed write (its registration with its first snapshot; on SQLite a sync of the file), a '
+            'snapshot at its end, and at catch-up about 1 ms of Python a run: reading its snapshot rows and log, '
+            'folding them (the inherited window is decoded and hashed once per catch-up, not per run), hashing and '
+            'tokenizing what is new, and writing its index row'
         ),
     }
     return Report(

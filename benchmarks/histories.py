@@ -46,6 +46,7 @@ from benchmarks._script import (
     scripted_agent_parts,
 )
 from durable_recall import (
+    PersistBatch,
     RunRegistration,
     SlidingWindowCompaction,
     SnapshotDelta,
@@ -56,6 +57,7 @@ from durable_recall import (
 from durable_recall.base._codec import dump_messages
 from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history, is_identity
+from durable_recall.stores import BatchSaver
 
 __all__ = (
     'AGENT_NAME',
@@ -132,7 +134,9 @@ class _RunWriter:
     """`StepPersistence` for one run, minus the agent: diff, delta, save.
 
     Deltas are written as `StepPersistence` writes them in workflow code (where durable agents
-    run): queued, and saved in one `save_snapshots` transaction every 16 steps and at run end.
+    run): queued, and saved in one `save_snapshots` transaction every 16 steps and at run end;
+    the run's registration goes with its first batch (one `save_batch` transaction, on a store
+    that offers it, as `StepPersistence.save_steps` sends it).
     """
 
     BATCH_STEPS = 16
@@ -146,13 +150,14 @@ class _RunWriter:
         self.saved: list[ModelMessage] = []
         self.next_index = 0
         self.queue: list[SnapshotDelta] = []
+        self.registration: RunRegistration | None = None
 
     async def register(self) -> None:
         started = time.perf_counter()
-        registration = RunRegistration(
+        # Sent with the first batch, as `StepPersistence` queues it (`save_steps`).
+        self.registration = RunRegistration(
             run_id=self.run.run_id, conversation_id=self.conversation_id, agent_name=AGENT_NAME, token=self.run.run_id
         )
-        await self.store.register_run(registration)
         self.ingest.seconds += time.perf_counter() - started
 
     async def snapshot(self, messages: Sequence[ModelMessage], step_index: int) -> None:
@@ -189,6 +194,13 @@ class _RunWriter:
         self.ingest.seconds += time.perf_counter() - started
 
     async def _write(self) -> None:
+        registration, self.registration = self.registration, None
+        if isinstance(self.store, BatchSaver) and self.queue:
+            await self.store.save_batch(PersistBatch(registration=registration, deltas=self.queue))
+            self.queue = []
+            return
+        if registration is not None:
+            await self.store.register_run(registration)
         if self.queue:
             await self.store.save_snapshots(self.queue)
             self.queue = []

@@ -1,5 +1,8 @@
 """The command line's parser stands alone: `--help` and usage errors load no layer and no pydantic-ai.
 
+Nor does a command that only reads a store's rows (`conversations`, an `index` with nothing to
+do): only the commands that decode messages load pydantic-ai.
+
 The parser copies the few library values its help shows (it cannot import them without loading
 the layers); these tests keep each copy equal to the library's own. Whether that makes the command
 quick is for the benchmarks to say: here only what gets imported is checked, in fresh processes.
@@ -8,6 +11,7 @@ quick is for the benchmarks to say: here only what gets imported is checked, in 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +19,7 @@ from typing import get_args
 
 import pytest
 
-from durable_recall.cli import _parser, _script
+from durable_recall.cli import _parser, _script, main
 from durable_recall.search import ORDERS
 from durable_recall.text import ROLES, SEARCH_TOOL_NAME
 
@@ -78,10 +82,65 @@ def test_a_missing_store_is_reported_before_the_library_loads(tmp_path: Path) ->
     assert 'pydantic_ai' not in modules
 
 
-def test_a_command_that_opens_a_store_loads_the_library(populated: Populated) -> None:
-    # The control: the probe does see what a command that reads a store imports.
-    modules = loaded_modules(['conversations', '--store', populated.store])
-    assert {'pydantic_ai', 'durable_recall.base', 'durable_recall.stores'} <= modules
+@pytest.mark.parametrize(
+    'argv',
+    [
+        ['conversations'],
+        ['conversations', '--json'],
+        ['index', '--all'],
+        ['index', '--conversation', 'ticket-42'],
+    ],
+    ids=repr,
+)
+def test_commands_reading_rows_only_load_no_pydantic_ai(populated: Populated, argv: list[str], tmp_path: Path) -> None:
+    # The CLI's start goal (issue 15): pydantic-ai takes most of a second to import, and a command
+    # that lists rows or finds the index current decodes no message, so it must not load it.
+    store = tmp_path / 'indexed.db'
+    shutil.copyfile(populated.store, store)
+    assert main(['index', '--store', str(store), '--all']) == 0  # after this, `index` has nothing to decode
+    modules = loaded_modules([*argv, '--store', str(store)])
+    assert {'durable_recall.base', 'durable_recall.stores', 'durable_recall.index'} <= modules, 'the store was read'
+    assert not {m for m in modules if m.partition('.')[0] == 'pydantic_ai'}
+
+
+@pytest.mark.parametrize(
+    'argv',
+    [
+        ['runs', '--all'],
+        ['show', 'LAST_SUPPORT_RUN'],
+        ['check'],
+        ['search', '--all', 'vault'],
+    ],
+    ids=repr,
+)
+def test_commands_that_decode_messages_load_pydantic_ai(populated: Populated, argv: list[str]) -> None:
+    # The control: the probe does see pydantic-ai when a command decodes messages (it needs it then).
+    argv = [populated.support_runs[-1] if part == 'LAST_SUPPORT_RUN' else part for part in argv]
+    modules = loaded_modules([*argv, '--store', populated.store])
+    assert 'pydantic_ai.messages' in modules
+
+
+_USER_ERROR_PROBE = """
+import sys
+from durable_recall.stores import open_store  # the library first, without pydantic-ai
+assert 'pydantic_ai' not in sys.modules, 'opening a store should not need pydantic-ai'
+from pydantic_ai.exceptions import UserError
+import durable_recall
+try:
+    open_store('ftp://nowhere')
+except UserError as error:
+    assert type(error) is durable_recall.StoreConfigurationError, type(error)
+    print('caught', type(error).__name__)
+"""
+
+
+def test_configuration_errors_are_user_errors_whichever_loads_first() -> None:
+    # Loaded before pydantic-ai, the library still raises errors an `except UserError` catches.
+    result = subprocess.run(
+        [sys.executable, '-c', _USER_ERROR_PROBE], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == 'caught StoreConfigurationError\n'
 
 
 class TestValuesTheParserShares:

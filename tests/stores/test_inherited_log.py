@@ -10,11 +10,14 @@ by the row holding its body, whatever the path to it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from durable_recall.base import _errors
 from durable_recall.base._codec import dump_messages
 from durable_recall.base._records import Segment, SnapshotDelta
+from durable_recall.index._reader import SharingReader
 from durable_recall.stores._log_refs import MAX_HOPS
 from tests._services.stores import StoreKit
 
@@ -285,3 +288,26 @@ async def test_snapshots_carry_their_stored_bodies_shared_with_the_base(kit: Sto
     assert len(parent.bodies) == len(parent.messages) and len(child.bodies) == len(child.messages)
     assert [child.bodies[0], child.bodies[1], child.bodies[3]] == [parent.bodies[1], parent.bodies[2], parent.bodies[0]]
     assert child.bodies[2] not in parent.bodies
+
+
+async def test_a_sharing_listing_decodes_an_inherited_entry_once(sql_kit: StoreKit) -> None:
+    # The index's catch-up reads run after run through one cache of messages by stored body: the
+    # window a run inherited comes back as the very messages decoded for the earlier run.
+    store = sql_kit.store
+    for run_id in ('parent', 'child'):
+        await store.register_run(registration(run_id, conversation_id='c'))
+    await save_history(store, 'parent', [messages(0, 1), messages(0, 1, 2, 3)])
+    assert await store.save_snapshot(based('child', 'parent', 1, [(1, 3), (-1, 1)], [9]))
+    shared: dict[object, Any] = {}
+    assert isinstance(store, SharingReader)
+    list_sharing = store.list_snapshots_sharing
+
+    parent = await list_sharing('parent', after=-1, shared=shared)
+    child = await list_sharing('child', after=-1, shared=shared)
+
+    assert parent == await store.list_snapshots('parent', include_interrupted=True)
+    assert child == await store.list_snapshots('child', include_interrupted=True)
+    assert child[0].messages == messages(1, 2, 9)
+    assert child[0].messages[0] is parent[1].messages[1] and child[0].messages[1] is parent[1].messages[2]
+    assert len(shared) == 5  # bodies 0..3 of the parent, 9 of the child: each decoded once
+    assert await list_sharing('child', after=0, shared=shared) == []

@@ -1,22 +1,26 @@
 """Base layer: the records every other layer passes around, their stored encoding, errors and warnings.
 
-Imports nothing of durable-recall. Everything here is data or a pure function.
+Imports nothing of durable-recall. Everything here is data or a pure function. Nor, on import,
+pydantic-ai (most of a second to load): the errors deriving from its `UserError` load on first
+use, and the message codec imports pydantic-ai's adapter when it first encodes or decodes one, so
+a command that only reads a store's rows never loads it.
 """
 
 from __future__ import annotations
 
-from ._codec import MessageDecodeError, StoredBody, decode_body, dump_messages, encode_body, load_messages
-from ._compat import CONVERSATION_STORE_PYDANTIC_AI, PydanticAIVersionError, require_conversation_store
-from ._errors import (
-    CorruptRunError,
-    CorruptSnapshotError,
-    DurableRecallError,
-    RunIdConflictError,
-    SnapshotChainError,
-    StoreConfigurationError,
-    StoreUnavailableError,
-    WorkflowCodeIOError,
+from typing import TYPE_CHECKING, Any
+
+from ._codec import (
+    MessageDecodeError,
+    StoredBody,
+    decode_body,
+    dump_messages,
+    encode_body,
+    load_messages,
+    warm_codec,
 )
+from ._compat import CONVERSATION_STORE_PYDANTIC_AI, PydanticAIVersionError, require_conversation_store
+from ._plain_errors import CorruptRunError, CorruptSnapshotError, DurableRecallError, StoreUnavailableError
 from ._records import (
     MAX_RUN_ID_LENGTH,
     PersistBatch,
@@ -29,6 +33,22 @@ from ._records import (
 )
 from ._time import format_timestamp, parse_timestamp
 from ._warnings import DurableRecallDeprecationWarning
+
+if TYPE_CHECKING:
+    from ._errors import RunIdConflictError, SnapshotChainError, StoreConfigurationError, WorkflowCodeIOError
+
+_USER_ERRORS = frozenset(('RunIdConflictError', 'SnapshotChainError', 'StoreConfigurationError', 'WorkflowCodeIOError'))
+"""The errors deriving from pydantic-ai's `UserError`: loaded with pydantic-ai, on first use (see `_errors`)."""
+
+
+def __getattr__(name: str) -> Any:
+    """The `UserError` errors, imported with pydantic-ai when first asked for (PEP 562)."""
+    if name in _USER_ERRORS:
+        from . import _errors
+
+        return getattr(_errors, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
 
 __all__ = (
     'CONVERSATION_STORE_PYDANTIC_AI',
@@ -59,4 +79,5 @@ __all__ = (
     'load_messages',
     'parse_timestamp',
     'require_conversation_store',
+    'warm_codec',
 )

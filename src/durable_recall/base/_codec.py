@@ -20,17 +20,37 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+    from pydantic_ai.messages import ModelMessage
 
-__all__ = ('MessageDecodeError', 'StoredBody', 'decode_body', 'dump_messages', 'encode_body', 'load_messages')
+__all__ = (
+    'MessageDecodeError',
+    'StoredBody',
+    'decode_body',
+    'dump_messages',
+    'encode_body',
+    'load_messages',
+    'warm_codec',
+)
 
 
-# pydantic-ai's message adapter builds its validator and serializer on first use (about 80 ms).
-# Build them at import, with the rest of the startup cost, not in a worker's first search or save.
-ModelMessagesTypeAdapter.validate_json('[]')
+def _adapter() -> TypeAdapter[list[ModelMessage]]:
+    """pydantic-ai's message adapter, imported on first use: reading a store's rows needs no pydantic-ai."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter
+
+
+def warm_codec() -> None:
+    """Load pydantic-ai's message adapter and build its validator and serializer (about 80 ms on first use).
+
+    The layers that always work with messages (search, persistence, conversations) call this at
+    import, so the cost joins the rest of a worker's startup instead of its first search or save.
+    """
+    _adapter().validate_json('[]')
 
 
 class MessageDecodeError(ValueError):
@@ -146,7 +166,7 @@ def dump_messages(messages: Sequence[ModelMessage]) -> list[str]:
     """Serialize each message to its own compact JSON object text."""
     if not messages:
         return []
-    plain: list[Any] = ModelMessagesTypeAdapter.dump_python(list(messages), mode='json')
+    plain: list[Any] = _adapter().dump_python(list(messages), mode='json')
     return [_dump(item) for item in plain]
 
 
@@ -169,16 +189,19 @@ def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
     """
     if not bodies:
         return []
+    from pydantic import ValidationError
+
+    adapter = _adapter()
     text = '[' + ','.join(bodies) + ']'
     try:
-        return _one_each(bodies, ModelMessagesTypeAdapter.validate_json(text))
+        return _one_each(bodies, adapter.validate_json(text))
     except ValidationError as error:
         if not _is_surrogate_error(error):
             raise MessageDecodeError(_first_error(error)) from error
     # pydantic-core's JSON parser refuses an escaped lone surrogate, which `dump_messages` writes
     # for text that has one; the standard library parses it, and validation gives the same result.
     try:
-        return _one_each(bodies, ModelMessagesTypeAdapter.validate_python(json.loads(text)))
+        return _one_each(bodies, adapter.validate_python(json.loads(text)))
     except (ValueError, ValidationError) as error:
         raise MessageDecodeError(str(error)) from error
 

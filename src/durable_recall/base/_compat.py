@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 from importlib.metadata import PackageNotFoundError, version
 
-from ._errors import DurableRecallError
+from ._plain_errors import DurableRecallError
 
 __all__ = ('CONVERSATION_STORE_PYDANTIC_AI', 'PydanticAIVersionError', 'require_conversation_store')
 

@@ -2,12 +2,18 @@
 
 Every class derives from [`DurableRecallError`][durable_recall.DurableRecallError]. The ones a
 durable engine must not retry (a retry cannot fix them) also derive from pydantic-ai's
-`UserError`, which Temporal and DBOS integrations treat as non-retryable.
+`UserError`, which Temporal and DBOS integrations treat as non-retryable. They are defined here,
+with pydantic-ai imported; the others (in `_plain_errors`, re-exported here) need no pydantic-ai.
+The package loads this module on the first use of one of its classes (`base.__getattr__`), and a
+module on the path of a command that only reads a store imports these classes where it raises
+one: the class is always the same one, deriving from `UserError`, whenever it exists.
 """
 
 from __future__ import annotations
 
 from pydantic_ai.exceptions import UserError
+
+from ._plain_errors import CorruptRunError, CorruptSnapshotError, DurableRecallError, StoreUnavailableError
 
 __all__ = (
     'CorruptRunError',
@@ -21,23 +27,12 @@ __all__ = (
 )
 
 
-class DurableRecallError(Exception):
-    """Base class of every error durable-recall raises on purpose."""
-
-
 class StoreConfigurationError(DurableRecallError, UserError, ValueError):
     """A store was configured with a value it cannot use (bad URL scheme, unwritable path, ...)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-class StoreUnavailableError(DurableRecallError, ConnectionError):
-    """The store's backing service refused or dropped the connection.
-
-    Retryable: a durable engine's retry policy may succeed once the service is back.
-    """
 
 
 class RunIdConflictError(DurableRecallError, UserError):
@@ -63,32 +58,6 @@ class RunIdConflictError(DurableRecallError, UserError):
         self.run_id = run_id
         self.message = message
         self.run_id = run_id
-
-
-class CorruptSnapshotError(DurableRecallError):
-    """A stored snapshot or message row cannot be decoded.
-
-    Raised instead of skipping the row, so that nothing is silently lost from a record.
-    """
-
-    def __init__(self, run_id: str, index: int, reason: str) -> None:
-        super().__init__(f'snapshot {index} of run {run_id!r} is corrupt: {reason}')
-        self.run_id = run_id
-        self.index = index
-        self.reason = reason
-
-
-class CorruptRunError(DurableRecallError):
-    """A stored run row (its start time or metadata) cannot be decoded.
-
-    Raised instead of reading the run back with made-up values; a search names the run in its
-    answer, as it names a corrupt snapshot, and goes on with the rest of the scope.
-    """
-
-    def __init__(self, run_id: str, reason: str) -> None:
-        super().__init__(f'the record of run {run_id!r} is corrupt: {reason}')
-        self.run_id = run_id
-        self.reason = reason
 
 
 class SnapshotChainError(DurableRecallError, UserError):

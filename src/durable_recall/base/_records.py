@@ -12,9 +12,10 @@ real objects rather than strings.
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from pydantic_ai.messages import ModelMessage
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = (
     'MAX_RUN_ID_LENGTH',
@@ -162,7 +163,9 @@ class Snapshot:
     step_index: int
     state: SnapshotState
     saved_at: datetime
-    messages: list[ModelMessage]
+    # A string, so that reading a store's rows loads no pydantic-ai: a read-back record, never a
+    # durable-operation argument, so pydantic never resolves it.
+    messages: 'list[ModelMessage]'
     seqs: list[int] = field(default_factory=list[int])
     bodies: list[str | bytes] = field(default_factory=list[str | bytes], repr=False, compare=False)
 

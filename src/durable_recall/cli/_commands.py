@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import TextIO, TypeVar
@@ -38,15 +39,19 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             # Ctrl-C cancelled the command, and what was cut short failed on its way out (a server
             # the interrupt also reached, a half-open connection): the user asked for the stop.
             raise KeyboardInterrupt from error
-        # The library's errors (and pydantic-ai's `UserError`, which most of them also are) are
-        # messages for the user. Their classes are imported only here, on the way out: loading them
-        # up front would cost every command pydantic-ai's import, even one that fails before it needs it.
-        from pydantic_ai.exceptions import UserError
-
+        # The library's errors (and pydantic-ai's `UserError`, which some of them also are) are
+        # messages for the user. Their classes are looked at only here, on the way out; and no
+        # `UserError` exists unless pydantic-ai's exceptions were loaded, so a command that never
+        # loaded pydantic-ai does not load it to find that out.
         from ..base import DurableRecallError
 
-        if isinstance(error, DurableRecallError | UserError):
+        if isinstance(error, DurableRecallError):
             raise CliError(str(error)) from error
+        if 'pydantic_ai.exceptions' in sys.modules:
+            from pydantic_ai.exceptions import UserError
+
+            if isinstance(error, UserError):
+                raise CliError(str(error)) from error
         raise
 
 

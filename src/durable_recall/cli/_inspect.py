@@ -2,7 +2,8 @@
 
 Listing conversations reads run records only (one query). Listing runs and showing one read each
 run's snapshots and rebuild its record, which on a large store is the slow part: it reports
-progress per run on stderr.
+progress per run on stderr. Only `conversations` runs without pydantic-ai: the other two decode
+messages, and import it when they do.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TextIO
-
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..base import CorruptSnapshotError, RunRecord
 from ..text import display_lines, message_role
@@ -22,6 +21,9 @@ from ._errors import CliError
 from ._output import Progress, field_lines, human_time, iso_time, table, terminal_width, write_json
 from ._reading import RunSummary, read_run, require_run
 from ._store import OpenedStore
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('count', 'list_conversations', 'list_runs', 'message_json', 'message_lines', 'run_json', 'show_run')
 
@@ -220,6 +222,8 @@ def _runs_table(
 
 
 def message_json(position: int, message: ModelMessage) -> dict[str, Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
     return {
         'position': position,
         'role': message_role(message),

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING
 
 from ..base import RunRecord, SnapshotState
 from ..history import RecordBuilder
 from ..stores import StepStore
 from ._errors import CliError
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('RunSummary', 'SnapshotInfo', 'read_run', 'require_run')
 

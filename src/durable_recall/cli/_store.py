@@ -18,14 +18,21 @@ not hold is an error.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.request import pathname2url
 
 from ._errors import CliError, one_line
+
+# What `urllib.request.pathname2url` is on each platform, without importing `urllib.request`
+# (18 ms of `http.client`, `email` and `ssl` on every command that opens a SQLite file).
+if sys.platform == 'win32':
+    from nturl2path import pathname2url
+else:
+    from urllib.parse import quote as pathname2url
 
 if TYPE_CHECKING:
     from ..conversations import PostgresConversationStore, SqliteConversationStore

@@ -21,12 +21,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..base import warm_codec
 from ._api import ConversationEntry, ConversationRecord
 from ._durable import DurableConversationStore, LoadConversation, LoadedConversation, SaveConversation
 from ._entry_log import EntryLog, IndexedConversation, LogRun
 from ._errors import CorruptConversationError
 from ._idempotent import ConversationSaved, idempotent_save, save_revision
 from ._source import ConversationStoreSource
+
+# Messages are encoded and decoded from this layer's first call on: build pydantic-ai's message
+# adapter now, with the rest of a worker's startup, not in its first search or save.
+warm_codec()
 
 if TYPE_CHECKING:
     from .postgres import PostgresConversationStore

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from ._fold_state import FoldState
 from ._hash import message_hash, message_hashes
-from ._rebuild import RecordBuilder
+from ._rebuild import Cleaned, RecordBuilder
 from ._source import HistorySource, RunHistory
 from ._strip import record_view, strip_artifacts, summary_view
 
 __all__ = (
+    'Cleaned',
     'FoldState',
     'HistorySource',
     'RecordBuilder',

@@ -42,9 +42,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('HASH_HEX_LENGTH', 'RECORD_PART_KINDS', 'canonical_form', 'message_hash', 'message_hashes')
 
@@ -84,6 +85,9 @@ def canonical_form(message: ModelMessage) -> dict[str, Any]:
 def _canonical_forms(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     if not messages:
         return []
+    # Imported here, not with the module: reading a store's rows loads the history layer, not pydantic-ai.
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
     dumped = cast(list[dict[str, Any]], ModelMessagesTypeAdapter.dump_python(list(messages), mode='json'))
     return [_canonical(item) for item in dumped]
 

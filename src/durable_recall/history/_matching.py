@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
-
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from typing import TYPE_CHECKING
 
 from ._hash import RECORD_PART_KINDS, canonical_form
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('Seen', 'anchors', 'extends', 'is_edit_of', 'same')
 
@@ -46,7 +48,7 @@ def anchors(previous: list[str], current: list[str]) -> list[tuple[int, int]]:
 
 def _identity(message: ModelMessage) -> frozenset[tuple[str, object]]:
     """What an in-place edit of the message keeps and a separately created message does not share."""
-    if isinstance(message, ModelResponse):
+    if message.kind == 'response':
         marks: set[tuple[str, object]] = {('response-at', message.timestamp)}
         if message.provider_response_id:
             marks.add(('response-id', message.provider_response_id))

@@ -63,8 +63,7 @@ rebuilt in time linear in its snapshots times the context size.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, Sequence
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker, message_role
 from ._fold_state import FoldState
@@ -72,7 +71,13 @@ from ._hash import message_hash
 from ._matching import Seen, anchors, extends, is_edit_of, same
 from ._strip import strip_artifacts, summary_view
 
-__all__ = ('RecordBuilder',)
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ('Cleaned', 'RecordBuilder')
+
+Cleaned: TypeAlias = tuple['ModelMessage', 'ModelMessage | None']
+"""A stored message and what `strip_artifacts` made of it (`None`: nothing of it is conversation)."""
 
 
 class RecordBuilder:
@@ -87,7 +92,13 @@ class RecordBuilder:
     replaced by a different stored copy.
     """
 
-    def __init__(self, *, track_changes: bool = False, digests: MutableMapping[object, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        track_changes: bool = False,
+        digests: MutableMapping[object, str] | None = None,
+        cleaned: MutableMapping[object, Cleaned] | None = None,
+    ) -> None:
         """Start an empty record.
 
         Args:
@@ -96,9 +107,13 @@ class RecordBuilder:
                 one reader: a run inherits the messages an earlier run holds, and a body already
                 hashed is not serialized and hashed again. Equal stored bodies decode to equal
                 messages, so a hit is always right.
+            cleaned: Messages without their artifacts by stored body, likewise shared: each
+                entry keeps the message it was made from, and is used only for that very
+                object (a reader that decodes each body once hands every builder the same one).
         """
         self._tracking = track_changes
         self._digests = digests
+        self._cleaned = cleaned
         self._messages: list[ModelMessage | None] = []
         self._hashes: list[str] = []
         self._seqs: list[int] = []
@@ -233,7 +248,7 @@ class RecordBuilder:
             seq = seqs[position] if seqs else -1
             cleaned = known.get(seq) if seq >= 0 else None
             if cleaned is None:
-                cleaned = strip_artifacts(message)
+                cleaned = self._strip(message, bodies[position] if bodies else None)
                 if cleaned is not message and (view := summary_view(message)) is not None:
                     summaries.append((view, seq))
             elif self._previous_summaries and (view := summary_view(message)) is not None:
@@ -251,6 +266,17 @@ class RecordBuilder:
         self._align(previous, current)
         self._previous = current
         self._previous_marker = marker or 0
+
+    def _strip(self, message: ModelMessage, stored: object) -> ModelMessage | None:
+        """`strip_artifacts(message)`, from the shared `cleaned` when this message object was stripped before."""
+        if self._cleaned is None or stored is None:
+            return strip_artifacts(message)
+        hit = self._cleaned.get(stored)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        cleaned = strip_artifacts(message)
+        self._cleaned[stored] = (message, cleaned)
+        return cleaned
 
     def _record_summaries(self, summaries: list[tuple[ModelMessage, int]]) -> None:
         """Append the summaries the previous snapshot did not carry; remember this snapshot's."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..base import RunRecord
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('HistorySource', 'RunHistory')
 

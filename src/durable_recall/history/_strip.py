@@ -12,15 +12,7 @@ restates: it never takes part in lining snapshots up, and it is indexed with the
 from __future__ import annotations
 
 from dataclasses import replace
-
-from pydantic_ai.messages import (
-    CompactionPart,
-    ModelMessage,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponsePart,
-    SystemPromptPart,
-)
+from typing import TYPE_CHECKING
 
 from ..text import (
     HARNESS_LEGACY_SUMMARY_PREFIX,
@@ -30,6 +22,9 @@ from ..text import (
     is_summary_artifact,
 )
 from ._hash import RECORD_PART_KINDS
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponsePart
 
 __all__ = ('record_view', 'strip_artifacts', 'summary_view')
 
@@ -64,6 +59,9 @@ def record_view(message: ModelMessage) -> ModelMessage | None:
     summary part stays, as the plain `CompactionPart` `summary_view` makes of it. A message that was
     nothing but a summary is then the summary (role `summary`), indexed once like the record's.
     """
+    # pydantic-ai is imported where a message is looked at, not with the module (see `text`).
+    from pydantic_ai.messages import CompactionPart
+
     if is_compaction_marker(message):
         return None
     parts: list[ModelRequestPart | ModelResponsePart] = []
@@ -93,6 +91,8 @@ def summary_view(message: ModelMessage) -> ModelRequest | None:
     run's. A function of the stored message alone: the record builder and a search reading the
     message back by its log number make the same view.
     """
+    from pydantic_ai.messages import CompactionPart, ModelRequest
+
     summaries = [CompactionPart(content=_summary_text(part)) for part in message.parts if is_summary_artifact(part)]
     if not summaries:
         return None
@@ -100,6 +100,8 @@ def summary_view(message: ModelMessage) -> ModelRequest | None:
 
 
 def _summary_text(part: object) -> str:
+    from pydantic_ai.messages import CompactionPart, SystemPromptPart
+
     if isinstance(part, SystemPromptPart):
         return part.content.removeprefix(HARNESS_LEGACY_SUMMARY_PREFIX)
     assert isinstance(part, CompactionPart)

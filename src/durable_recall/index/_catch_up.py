@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING
 
 from ..base import CorruptRunError, CorruptSnapshotError, RunRecord, format_timestamp
 from ..text import index_text, message_role, tokenize
@@ -22,6 +21,9 @@ from ._feed import RecordFeed, RecordView, SnapshotFeed
 from ._layout import ROLE_CODES, decode_floats, decode_ints, encode_floats, encode_ints
 from ._reader import SnapshotReader
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = (
     'Indexer',

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Protocol
 
 from ..base import CorruptSnapshotError, RunRecord
-from ..history import FoldState, RecordBuilder
+from ..history import Cleaned, FoldState, RecordBuilder
 from ._layout import decode_ints
-from ._reader import SnapshotReader
+from ._reader import SharingReader, SnapshotReader
 from ._storage import IndexedRunRow
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('Folded', 'RecordFeed', 'RecordView', 'SnapshotFeed')
 
 _MAX_DIGESTS = 65_536
 """Stored bodies whose hashes a feed keeps (a few MB at chat length)."""
+
+_MAX_DECODED = 4_096
+"""Stored bodies whose decoded messages a feed keeps: far more than a window, a few MB of messages."""
 
 
 class RecordView(Protocol):
@@ -89,6 +93,11 @@ class SnapshotFeed:
         self._store = store
         self._digests: dict[object, str] = {}
         """Content hashes by stored body, shared by the runs folded: a run's inherited window was hashed before."""
+        self._decoded: dict[object, ModelMessage] = {}
+        """Decoded messages by stored body, likewise: the inherited window was decoded with the earlier run."""
+        self._cleaned: dict[object, Cleaned] = {}
+        """Those messages without their artifacts, likewise (see `RecordBuilder`)."""
+        self._sharing = store if isinstance(store, SharingReader) else None
 
     async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         """The runs' records, in one read."""
@@ -97,7 +106,10 @@ class SnapshotFeed:
     async def fold(self, run: RunRecord, row: IndexedRunRow | None) -> Folded:
         """Fold the snapshots saved since the run's index row (only those are read)."""
         seen = row.seen if row is not None else -1
-        snapshots = await self._store.list_snapshots(run.run_id, include_interrupted=True, after=seen)
+        if self._sharing is not None:
+            snapshots = await self._sharing.list_snapshots_sharing(run.run_id, after=seen, shared=self._decoded)
+        else:
+            snapshots = await self._store.list_snapshots(run.run_id, include_interrupted=True, after=seen)
         builder = await self._builder(run.run_id, row)
         upto = seen
         for snapshot in snapshots:
@@ -106,12 +118,15 @@ class SnapshotFeed:
                 builder.fold(snapshot.messages, snapshot.seqs, snapshot.bodies)
         if len(self._digests) > _MAX_DIGESTS:
             self._digests.clear()  # a bound, not a policy: the next runs refill what they share
+        if len(self._decoded) > _MAX_DECODED or len(self._cleaned) > _MAX_DECODED:
+            self._decoded.clear()
+            self._cleaned.clear()
         state = builder.state.to_bytes() if len(builder) or snapshots else (row.state if row else b'')
         return Folded(builder, builder.take_changes(), upto, state)
 
     async def _builder(self, run_id: str, row: IndexedRunRow | None) -> RecordBuilder:
         if row is None or not row.state:
-            return RecordBuilder(track_changes=True, digests=self._digests)
+            return RecordBuilder(track_changes=True, digests=self._digests, cleaned=self._cleaned)
         try:
             state = FoldState.from_bytes(row.state)
         except ValueError as error:

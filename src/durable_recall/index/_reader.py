@@ -6,15 +6,16 @@ Declared here, below the stores, so that the index depends on no store: every `S
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
-
-from pydantic_ai.messages import ModelMessage
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..base import RunRecord, Snapshot
 from ._storage import IndexStorage
 
-__all__ = ('SnapshotReader',)
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ('SharingReader', 'SnapshotReader')
 
 
 @runtime_checkable
@@ -66,4 +67,28 @@ class SnapshotReader(Protocol):
 
     def index_storage(self) -> IndexStorage:
         """The store's half of the persistent search index (same database, same connection)."""
+        ...
+
+
+@runtime_checkable
+class SharingReader(Protocol):
+    """A store that decodes a listing through its reader's cache of messages by stored body.
+
+    The index's catch-up reads run after run of a conversation, and each run's first snapshot
+    holds the window it inherited: the earlier run's bodies, decoded when that run was read. A
+    store offering this (the SQLite and Postgres stores) decodes only the bodies the cache does
+    not hold; any other `SnapshotReader` is read with `list_snapshots`.
+    """
+
+    async def list_snapshots_sharing(
+        self, run_id: str, *, after: int, shared: MutableMapping[object, ModelMessage]
+    ) -> list[Snapshot]:
+        """`list_snapshots(run_id, include_interrupted=True, after=after)`, messages shared through `shared`.
+
+        Args:
+            run_id: The store run id.
+            after: As for `list_snapshots`.
+            shared: Decoded messages by stored body (`Snapshot.bodies`): read for the bodies it
+                holds, filled with the ones decoded. The snapshots returned share those objects.
+        """
         ...

@@ -15,7 +15,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from ..base import MAX_RUN_ID_LENGTH, PersistBatch, RunRegistration, SnapshotDelta, dump_messages
-from ..stores import StepStore
+from ..stores import BatchSaver, StepStore
 from ..text import SEARCH_TOOL_NAME
 from ._delta import diff_history, is_identity
 from ._guard import refuse_workflow_code
@@ -242,12 +242,17 @@ class StepPersistence(AbstractCapability[Any]):
                 at a snapshot index this batch sends again.
         """
         refuse_workflow_code('save_steps')
-        if batch.registration is not None:
-            await self.store.register_run(batch.registration)
-        if not batch.deltas:
-            return 0
-        # One store transaction for the whole batch: one commit (and fsync) rather than one per step.
-        taken = await self.store.save_snapshots(batch.deltas)
+        store = self.store
+        if isinstance(store, BatchSaver) and batch.deltas:
+            # One store transaction for the registration and the whole batch: one commit (and fsync).
+            taken = await store.save_batch(batch)
+        else:
+            if batch.registration is not None:
+                await store.register_run(batch.registration)
+            if not batch.deltas:
+                return 0
+            # One store transaction for the whole batch: one commit (and fsync) rather than one per step.
+            taken = await store.save_snapshots(batch.deltas)
         ignored = [delta for delta, new in zip(batch.deltas, taken, strict=True) if not new]
         if ignored:
             # A replay stores nothing new; a reused run id must not pass for one.

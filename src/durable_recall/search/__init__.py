@@ -7,6 +7,7 @@ postings, and only the windows the answer shows are read back and rendered. The 
 
 from __future__ import annotations
 
+from ..base import warm_codec
 from ._capability import ConversationSearch
 from ._engine import SearchEngine
 from ._hits import Candidate, Hit
@@ -14,6 +15,10 @@ from ._outcome import Outcome
 from ._request import ORDERS, Order, SearchRequest, SearchScope
 from ._snapshot_source import SnapshotHistorySource
 from ._toolset import tool_description
+
+# Messages are encoded and decoded from this layer's first call on: build pydantic-ai's message
+# adapter now, with the rest of a worker's startup, not in its first search or save.
+warm_codec()
 
 __all__ = (
     'ORDERS',

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._protocol import StepStore
+from ._protocol import BatchSaver, StepStore
 from ._url import open_store, redact_url
 from .memory import InMemoryStepStore, MemoryIndex
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .sqlite import SqliteStepStore
 
 __all__ = (
+    'BatchSaver',
     'InMemoryStepStore',
     'MemoryIndex',
     'PostgresStepStore',

@@ -12,18 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from ..base import (
-    CorruptSnapshotError,
-    SnapshotChainError,
-    SnapshotDelta,
-    SnapshotState,
-    StoredBody,
-    encode_body,
-)
+from ..base import CorruptSnapshotError, SnapshotDelta, SnapshotState, StoredBody, encode_body
 from ._chain import Inherited, LogRange, plan_delta, snapshot_seqs
 from ._log_refs import BaseEntry, RefRange, reference_ranges
 from ._snapshot_rows import decode_ranges, encode_ranges
+
+if TYPE_CHECKING:
+    from ..base import SnapshotChainError
 
 __all__ = (
     'BaseLog',
@@ -40,11 +37,15 @@ __all__ = (
 
 def unregistered_run(run_id: str) -> SnapshotChainError:
     """The error for a delta whose run was never registered (worded as the in-memory store words it)."""
+    from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
     return SnapshotChainError(f'run {run_id!r} is not registered; register it before saving snapshots')
 
 
 def chain_gap(delta: SnapshotDelta, next_index: int) -> SnapshotChainError:
     """The error for a delta that skips ahead of the run's next snapshot index."""
+    from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
     return SnapshotChainError(f'snapshot {delta.index} of run {delta.run_id!r} follows snapshot {next_index - 1}')
 
 

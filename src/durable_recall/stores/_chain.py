@@ -17,8 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..base import SnapshotChainError, SnapshotDelta
+from ..base import SnapshotDelta
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = (
     'Inherited',
@@ -94,6 +98,8 @@ def resolve_delta(delta: SnapshotDelta, previous: Sequence[LogRange] | None, nex
             or its new-message counts do not add up to the messages it carries.
     """
     if delta.base_run_id is not None:
+        from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
         raise SnapshotChainError('a delta with a base run must be inlined (plan_delta) before it is resolved')
     previous = previous or []
     previous_size = ranges_size(previous)
@@ -103,6 +109,8 @@ def resolve_delta(delta: SnapshotDelta, previous: Sequence[LogRange] | None, nex
     for start, end in delta.segments:
         if start >= 0:
             if not start < end <= previous_size:
+                from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
                 raise SnapshotChainError(
                     f'snapshot {delta.index} of run {delta.run_id!r} copies positions {start}..{end} '
                     f'of a previous snapshot of {previous_size} messages'
@@ -111,11 +119,15 @@ def resolve_delta(delta: SnapshotDelta, previous: Sequence[LogRange] | None, nex
                 _append(out, piece)
         else:
             if end <= 0:
+                from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
                 raise SnapshotChainError(f'snapshot {delta.index} of run {delta.run_id!r} has an empty new segment')
             _append(out, (seq, seq + end))
             seq += end
             taken += end
     if taken != len(delta.messages):
+        from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
         raise SnapshotChainError(
             f'snapshot {delta.index} of run {delta.run_id!r} names {taken} new messages but carries '
             f'{len(delta.messages)}'
@@ -159,6 +171,8 @@ def base_entries(delta: SnapshotDelta, base_size: int | None) -> list[str | Inhe
             add up to the messages the delta carries.
     """
     if delta.index != 0 or base_size is None:
+        from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
         raise SnapshotChainError(
             f'snapshot {delta.index} of run {delta.run_id!r} is based on snapshot {delta.base_index} of run '
             f'{delta.base_run_id!r}, which the store does not hold (only a first snapshot may have a base)'
@@ -168,6 +182,8 @@ def base_entries(delta: SnapshotDelta, base_size: int | None) -> list[str | Inhe
     for start, end in delta.segments:
         if start >= 0:
             if not start < end <= base_size:
+                from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
                 raise SnapshotChainError(
                     f'snapshot 0 of run {delta.run_id!r} copies positions {start}..{end} of a base snapshot '
                     f'of {base_size} messages'
@@ -175,10 +191,14 @@ def base_entries(delta: SnapshotDelta, base_size: int | None) -> list[str | Inhe
             entries.extend(Inherited(position) for position in range(start, end))
         else:
             if end <= 0:
+                from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
                 raise SnapshotChainError(f'snapshot 0 of run {delta.run_id!r} has an empty new segment')
             entries.extend(delta.messages[taken : taken + end])
             taken += end
     if taken != len(delta.messages):
+        from ..base import SnapshotChainError  # loads pydantic-ai (see base._errors)
+
         raise SnapshotChainError(
             f'snapshot 0 of run {delta.run_id!r} names {taken} new messages but carries {len(delta.messages)}'
         )

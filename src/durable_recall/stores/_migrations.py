@@ -73,9 +73,13 @@ The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 
 from __future__ import annotations
 
-from ..base import StoreConfigurationError
+from typing import TYPE_CHECKING
+
 from ._postgres_migrations import POSTGRES_META, POSTGRES_MIGRATIONS
 from ._sqlite_migrations import SQLITE_META, SQLITE_MIGRATIONS
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = (
     'POSTGRES_META',
@@ -99,6 +103,8 @@ def check_version(found: int, where: str) -> None:
         StoreConfigurationError: `found` is newer than `SCHEMA_VERSION`.
     """
     if found > SCHEMA_VERSION:
+        from ..base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(
             f'{where} holds durable-recall schema version {found}, but this release understands up to '
             f'version {SCHEMA_VERSION}: upgrade durable-recall on this host (a newer release has '

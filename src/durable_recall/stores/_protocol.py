@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ..base import RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ..base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from ..index import SnapshotReader
 
-__all__ = ('StepStore',)
+__all__ = ('BatchSaver', 'StepStore')
 
 
 @runtime_checkable
@@ -75,4 +75,27 @@ class StepStore(SnapshotReader, Protocol):
 
     async def aclose(self) -> None:
         """Release connections the store opened itself (a caller-owned pool stays open)."""
+        ...
+
+
+@runtime_checkable
+class BatchSaver(Protocol):
+    """A store that registers a run and saves its first deltas in one transaction.
+
+    `StepPersistence` sends a run's registration with its first batch of deltas; a store
+    offering this (the SQLite and Postgres stores) commits them together, one commit (and, on
+    SQLite, one sync of the file) per durable write instead of two. Any other `StepStore` gets
+    `register_run` then `save_snapshots`, with the same outcome.
+    """
+
+    async def save_batch(self, batch: PersistBatch) -> list[bool]:
+        """Register `batch.registration` (if set), then store `batch.deltas`, all or nothing.
+
+        Returns:
+            Per delta, whether it was new (as `save_snapshots`).
+
+        Raises:
+            RunIdConflictError: The run id is registered with a different token; nothing is stored.
+            SnapshotChainError: As for `save_snapshots`; the registration is not stored either.
+        """
         ...

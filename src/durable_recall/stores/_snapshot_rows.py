@@ -10,12 +10,10 @@ reader must never be handed a history with a silent hole in it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeGuard, cast
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..base import (
     CorruptSnapshotError,
@@ -28,6 +26,9 @@ from ..base import (
     parse_timestamp,
 )
 from ._chain import LogRange, ranges_size, snapshot_seqs
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = (
     'SnapshotRow',
@@ -121,7 +122,10 @@ def decode_ranges(run_id: str, index: int, text: str) -> list[LogRange]:
 
 
 def decode_snapshot(
-    row: SnapshotRow, log: Mapping[int, StoredBody | None], decoded: dict[int, ModelMessage] | None = None
+    row: SnapshotRow,
+    log: Mapping[int, StoredBody | None],
+    decoded: dict[int, ModelMessage] | None = None,
+    shared: MutableMapping[object, ModelMessage] | None = None,
 ) -> Snapshot:
     """Assemble a snapshot from its row and the run's log entries.
 
@@ -131,6 +135,10 @@ def decode_snapshot(
         decoded: Entries already decoded, by number, shared by the snapshots of one listing:
             consecutive snapshots hold mostly the same entries, and each is decoded once (the
             snapshots then share those message objects).
+        shared: Messages already decoded, by stored body, shared by the listings of one reader
+            (the index's catch-up): a run's first snapshot holds the window it inherited, whose
+            bodies are the earlier run's, decoded when that run was read. Equal bodies decode
+            to equal messages (a damaged body never matches an intact one), so a hit is exact.
 
     Raises:
         CorruptSnapshotError: The state, timestamp or ranges are malformed, a log entry the ranges
@@ -151,12 +159,18 @@ def decode_snapshot(
     seqs = snapshot_seqs(ranges)
     decoded = {} if decoded is None else decoded
     missing = [seq for seq in seqs if seq not in decoded]
+    if missing and shared is not None:
+        missing = _from_shared(missing, log, decoded, shared)
     if missing:
         bodies = gather_bodies(row.run_id, row.index, _ranges_of(missing), log)
         try:
-            decoded.update(zip(missing, load_messages(bodies), strict=True))
+            loaded = load_messages(bodies)
         except MessageDecodeError as error:
             raise CorruptSnapshotError(row.run_id, row.index, str(error)) from error
+        decoded.update(zip(missing, loaded, strict=True))
+        if shared is not None:
+            for seq, message in zip(missing, loaded, strict=True):
+                shared[log[seq]] = message  # gather_bodies found every one of them
     messages = [decoded[seq] for seq in seqs]
     stored = [log.get(seq) for seq in seqs]
     bodies = [body for body in stored if body is not None]
@@ -172,15 +186,37 @@ def decode_snapshot(
     )
 
 
+def _from_shared(
+    missing: list[int],
+    log: Mapping[int, StoredBody | None],
+    decoded: dict[int, ModelMessage],
+    shared: Mapping[object, ModelMessage],
+) -> list[int]:
+    """Take what `shared` holds of the missing entries into `decoded`; the entries still to decode."""
+    still: list[int] = []
+    for seq in missing:
+        body = log.get(seq)
+        message = shared.get(body) if body is not None else None
+        if message is None:
+            still.append(seq)
+        else:
+            decoded[seq] = message
+    return still
+
+
 def _ranges_of(seqs: Sequence[int]) -> list[LogRange]:
     """Log numbers as ranges (one per number; `gather_bodies` checks each is present)."""
     return [(seq, seq + 1) for seq in seqs]
 
 
-def decode_snapshots(rows: Sequence[SnapshotRow], log: Mapping[int, StoredBody | None]) -> list[Snapshot]:
-    """Assemble a listing's snapshots, decoding each log entry once for all of them."""
+def decode_snapshots(
+    rows: Sequence[SnapshotRow],
+    log: Mapping[int, StoredBody | None],
+    shared: MutableMapping[object, ModelMessage] | None = None,
+) -> list[Snapshot]:
+    """Assemble a listing's snapshots, decoding each log entry once for all of them (see `decode_snapshot`)."""
     decoded: dict[int, ModelMessage] = {}
-    return [decode_snapshot(row, log, decoded) for row in rows]
+    return [decode_snapshot(row, log, decoded, shared) for row in rows]
 
 
 def decode_log(run_id: str, log: Mapping[int, StoredBody | None]) -> dict[int, ModelMessage]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..base import StoreConfigurationError
 from ._protocol import StepStore
 from .memory import InMemoryStepStore
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ('open_store', 'redact_url')
 
@@ -39,6 +42,8 @@ def open_store(url: str) -> StepStore:
     if not separator:
         if text.lower().endswith(_SQLITE_SUFFIXES):
             return _sqlite(text)
+        from ..base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(
             f'{url!r} is not a store URL: it has no scheme and is not a path ending in .db, .sqlite or .sqlite3. '
             f'Supported: {_SUPPORTED}.'
@@ -46,6 +51,8 @@ def open_store(url: str) -> StepStore:
     scheme = scheme.lower()
     if scheme == 'sqlite':
         if not rest.startswith('/') or rest == '/':
+            from ..base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
             raise StoreConfigurationError(
                 f'{url!r} names no SQLite file: write sqlite:///relative.db or sqlite:////absolute/path.db.'
             )
@@ -54,6 +61,8 @@ def open_store(url: str) -> StepStore:
         from .postgres import PostgresStepStore
 
         return PostgresStepStore(text)
+    from ..base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
     raise StoreConfigurationError(f'store URL scheme {scheme!r} is not supported. Supported: {_SUPPORTED}.')
 
 

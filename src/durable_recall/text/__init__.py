@@ -5,6 +5,10 @@
 `clip` how a match is shown; `message_role` the role the tool filters by. The compaction artifacts
 that indexing and the record rebuild leave out (the sliding window's marker, the harness's
 summaries and receipts) are recognised here, below both.
+
+The modules import pydantic-ai's message classes inside the functions that look at a message, not
+at import: a command that only reads a store's rows (`durable-recall conversations`) imports this
+layer with the store and must not pay pydantic-ai's import (most of a second) for it.
 """
 
 from __future__ import annotations

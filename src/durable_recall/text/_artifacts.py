@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from pydantic_ai.messages import CompactionPart, SystemPromptPart, TextContent, UserPromptPart
+from . import _parts
 
 __all__ = (
     'HARNESS_LEGACY_SUMMARY_PREFIX',
@@ -39,7 +39,7 @@ def is_summary_artifact(part: object) -> bool:
     would set, and has text: one an application wrote itself, or a provider's, is real content.
     A system prompt counts only when it starts with the exact legacy prefix, blank line included.
     """
-    if isinstance(part, CompactionPart):
+    if isinstance(part, _parts.CompactionPart):
         return (
             part.metadata is not None
             and part.metadata.get(HARNESS_SUMMARY_KEY) is True
@@ -48,14 +48,14 @@ def is_summary_artifact(part: object) -> bool:
             and part.provider_details is None
             and bool(part.content)
         )
-    if isinstance(part, SystemPromptPart):
+    if isinstance(part, _parts.SystemPromptPart):
         return part.content.startswith(HARNESS_LEGACY_SUMMARY_PREFIX)
     return False
 
 
 def is_compaction_receipt(part: object) -> bool:
     """Whether a part is a harness compaction receipt: a user prompt holding the tagged text item."""
-    if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
+    if not isinstance(part, _parts.UserPromptPart) or isinstance(part.content, str):
         return False
     items = cast(list[object], list(part.content))
-    return any(isinstance(item, TextContent) and item.metadata == HARNESS_RECEIPT_TAG for item in items)
+    return any(isinstance(item, _parts.TextContent) and item.metadata == HARNESS_RECEIPT_TAG for item in items)

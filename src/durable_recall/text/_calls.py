@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic_ai.messages import ModelRequestPart
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelRequestPart
 
 __all__ = ('answered_call_id',)
 

@@ -7,11 +7,13 @@ them out; the compaction capability writes them.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, TextContent, UserPromptPart
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from .._vocabulary import SEARCH_TOOL_NAME
+from . import _parts
 
 __all__ = (
     'COMPACTION_MARKER_KEY',
@@ -39,17 +41,17 @@ def is_marker_part(part: object) -> bool:
 
 def is_compaction_marker(message: ModelMessage) -> bool:
     """Whether a message is nothing but a marker (not merged with a prompt)."""
-    return isinstance(message, ModelRequest) and bool(message.parts) and all(map(is_marker_part, message.parts))
+    return message.kind == 'request' and bool(message.parts) and all(map(is_marker_part, message.parts))
 
 
 def has_compaction_marker(message: ModelMessage) -> bool:
     """Whether a message carries a marker part, alone or merged with a prompt."""
-    return isinstance(message, ModelRequest) and any(map(is_marker_part, message.parts))
+    return message.kind == 'request' and any(map(is_marker_part, message.parts))
 
 
 def compaction_marker_count(message: ModelMessage) -> int:
     """How many messages the message's marker says were dropped so far (0 without a marker)."""
-    if not isinstance(message, ModelRequest):
+    if message.kind != 'request':
         return 0
     counts = [_dropped(value) for part in message.parts if (value := _marker_value(part)) is not None]
     return max(counts, default=0)
@@ -62,10 +64,10 @@ def without_marker(message: ModelRequest) -> ModelRequest | None:
 
 
 def _marker_value(part: object) -> object | None:
-    if not isinstance(part, UserPromptPart) or isinstance(part.content, str):
+    if not isinstance(part, _parts.UserPromptPart) or isinstance(part.content, str):
         return None
     for item in part.content:
-        tag: object = item.metadata if isinstance(item, TextContent) else None
+        tag: object = item.metadata if isinstance(item, _parts.TextContent) else None
         if isinstance(tag, dict):
             metadata = cast(dict[str, object], tag)
             if COMPACTION_MARKER_KEY in metadata:
@@ -93,4 +95,6 @@ def marker_request(dropped: int) -> ModelRequest:
         f'call `{SEARCH_TOOL_NAME}` to recall an exact detail from them.]'
     )
     tag = {COMPACTION_MARKER_KEY: {'dropped': dropped}}
-    return ModelRequest(parts=[UserPromptPart(content=[TextContent(text, metadata=tag)])], metadata=tag)
+    return _parts.ModelRequest(
+        parts=[_parts.UserPromptPart(content=[_parts.TextContent(text, metadata=tag)])], metadata=tag
+    )

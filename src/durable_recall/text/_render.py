@@ -32,26 +32,20 @@ results, which quote the originals, and often rank them above the originals.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import pydantic_core
-from pydantic_ai.messages import (
-    CompactionPart,
-    InstructionDeltaPart,
-    ModelMessage,
-    ModelRequest,
-    RetryFeedbackPart,
-    SpeechPart,
-    SystemPromptPart,
-    TextContent,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-    is_multi_modal_content,
-)
+if TYPE_CHECKING:
+    from pydantic_ai.messages import (
+        InstructionDeltaPart,
+        ModelMessage,
+        SpeechPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
 
 from .._vocabulary import SEARCH_TOOL_NAME
+from . import _parts
 from ._artifacts import is_compaction_receipt, is_summary_artifact
 from ._clip import clip
 from ._markers import is_compaction_marker, is_marker_part
@@ -148,7 +142,7 @@ def _is_skipped_tool_traffic(message: ModelMessage, skip_tools: Collection[str])
 def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Piece]:
     if is_compaction_marker(message):
         return
-    in_request = isinstance(message, ModelRequest)
+    in_request = message.kind == 'request'
     for part in message.parts:
         if _is_machinery(part, skip_tools):
             continue
@@ -161,7 +155,7 @@ def _is_machinery(part: object, skip_tools: Collection[str]) -> bool:
     if is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part):
         return True
     tool_name: object = getattr(part, 'tool_name', None)
-    if isinstance(part, ToolCallPart | ToolReturnPart) or _is_legacy_retry(part):
+    if isinstance(part, _parts.ToolCallPart | _parts.ToolReturnPart) or _is_legacy_retry(part):
         return tool_name in skip_tools
     return False
 
@@ -172,19 +166,19 @@ def _is_legacy_retry(part: object) -> bool:
 
 
 def _request_piece(part: object) -> _Piece | None:
-    if isinstance(part, UserPromptPart):
+    if isinstance(part, _parts.UserPromptPart):
         return _text_piece('User: ', _user_text(part), TEXT_LIMIT)
-    if isinstance(part, SystemPromptPart):
+    if isinstance(part, _parts.SystemPromptPart):
         return _text_piece('System: ', part.content, SHORT_LIMIT)
-    if isinstance(part, InstructionDeltaPart):
+    if isinstance(part, _parts.InstructionDeltaPart):
         return _instruction_piece(part)
-    if isinstance(part, ToolReturnPart):
+    if isinstance(part, _parts.ToolReturnPart):
         return _return_piece(cast('ToolReturnPart[Any]', part))
-    if isinstance(part, RetryFeedbackPart):
+    if isinstance(part, _parts.RetryFeedbackPart):
         return _text_piece('Retry: ', _retry_text(part.content), TEXT_LIMIT)
-    if isinstance(part, CompactionPart):
+    if isinstance(part, _parts.CompactionPart):
         return _text_piece('Summary: ', part.content or '', TEXT_LIMIT)
-    if isinstance(part, SpeechPart):
+    if isinstance(part, _parts.SpeechPart):
         return _speech_piece(part)
     if _is_legacy_retry(part):
         tool_name = getattr(part, 'tool_name', None)
@@ -194,11 +188,11 @@ def _request_piece(part: object) -> _Piece | None:
 
 
 def _response_piece(part: object) -> _Piece | None:
-    if isinstance(part, TextPart):
+    if isinstance(part, _parts.TextPart):
         return _text_piece('Assistant: ', part.content, TEXT_LIMIT)
-    if isinstance(part, ToolCallPart):
+    if isinstance(part, _parts.ToolCallPart):
         return _call_piece(cast('ToolCallPart[Any]', part))
-    if isinstance(part, SpeechPart):
+    if isinstance(part, _parts.SpeechPart):
         return _speech_piece(part)
     return None
 
@@ -214,7 +208,7 @@ def _user_text(part: UserPromptPart) -> str:
     for item in part.content:
         if isinstance(item, str):
             texts.append(item)
-        elif isinstance(item, TextContent):
+        elif isinstance(item, _parts.TextContent):
             texts.append(item.content)
     return ' '.join(texts)
 
@@ -243,6 +237,8 @@ def _return_piece(part: ToolReturnPart[Any]) -> _Piece:
 
 
 def _call_piece(part: ToolCallPart[Any]) -> _Piece:
+    import pydantic_core
+
     args = part.args_as_dict()
     values = _json_values(pydantic_core.to_jsonable_python(args, serialize_unknown=True, bytes_mode='base64'))
     searchable = ' '.join([part.tool_name, *values])
@@ -267,7 +263,7 @@ def _retry_text(content: object) -> str:
 
 
 def _value_text(value: object) -> str:
-    if value is None or is_multi_modal_content(value):
+    if value is None or _parts.is_multi_modal_content(value):
         return ''
     if isinstance(value, str):
         return value
@@ -275,6 +271,8 @@ def _value_text(value: object) -> str:
 
 
 def _json(value: object) -> str:
+    import pydantic_core
+
     return pydantic_core.to_json(value, serialize_unknown=True, bytes_mode='base64').decode()
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from pydantic_ai.messages import ModelMessage, ModelResponse
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 from .._vocabulary import ROLES, Role
 
@@ -17,7 +19,7 @@ def message_role(message: ModelMessage) -> Role:
     A request that holds nothing but compaction summaries (the record's view of a summary, or one an
     application wrote) is `summary`: it restates the conversation, so a search can leave it out.
     """
-    if isinstance(message, ModelResponse):
+    if message.kind == 'response':
         return 'assistant'
     kinds = {part.part_kind for part in message.parts}
     if kinds and kinds - _BOOKKEEPING == {'compaction'}:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from functools import cache, lru_cache
 from typing import NamedTuple
 
-from ._analyzer import analyze_word, on_change
+from ._analyzer import analyze_word, cached_term, on_change
 
 __all__ = ('Token', 'iter_tokens', 'tokenize')
 
@@ -120,7 +120,8 @@ def tokenize(text: str) -> list[str]:
     """The terms of `text`, in order, with repeats: what a document is indexed by and a query asks for."""
     if text.isascii():
         # The common case: ASCII has nothing to normalise and no unspaced script.
-        return [analyze_word(word) for word in _ASCII_WORD.findall(text.lower())]
+        # The cache lookup first: most words were analysed before, and a call costs more (terms are never empty).
+        return [cached_term(word) or analyze_word(word) for word in _ASCII_WORD.findall(text.lower())]
     runs, _, _ = _patterns()
     terms: list[str] = []
     for run in runs.findall(text):

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import anyio
-from pydantic_ai.messages import ModelMessage
 
 from ...base import (
     CorruptSnapshotError,
     MessageDecodeError,
-    RunIdConflictError,
     RunRecord,
     RunRegistration,
     Snapshot,
@@ -24,6 +23,9 @@ from ...base import (
 from .._batch_write import chain_gap, unregistered_run
 from .._chain import Inherited, LogRange, plan_delta, snapshot_seqs
 from ._index import MemoryIndex
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('InMemoryStepStore',)
 
@@ -71,6 +73,8 @@ class InMemoryStepStore:
             existing = self._runs.get(registration.run_id)
             if existing is not None:
                 if existing.record.token != registration.token:
+                    from ...base import RunIdConflictError  # loads pydantic-ai (see base._errors)
+
                     raise RunIdConflictError(registration.run_id)
                 return existing.record
             record = registration.record(datetime.now(UTC))

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ...base import StoreConfigurationError, StoreUnavailableError
+from ...base import StoreUnavailableError
 from .._url import redact_url
 from ._tables import STEP_TABLES, TABLES, PostgresTables
 
@@ -157,6 +157,8 @@ class PostgresConnector:
             self._state = None  # a pool whose loop has closed cannot be closed; its sockets go with it
             return
         if state.loop is not asyncio.get_running_loop():
+            from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
             raise StoreConfigurationError(
                 f'{self.tables.store}({self.describe()}) must be closed from the event loop that uses it.'
             )
@@ -168,6 +170,8 @@ class PostgresConnector:
         state = self._state
         if state is None or state.loop is not loop:
             if state is not None and state.pool is not None and not state.loop.is_closed():
+                from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
                 raise StoreConfigurationError(
                     f'{self.tables.store}({self.describe()}) is in use by another running event loop, and its '
                     'pool cannot cross loops: create one store per event loop.'
@@ -242,6 +246,8 @@ class PostgresConnector:
             row = await cur.fetchone()
             recorded = '0' if row is None else str(row[0])
             if not recorded.isdigit():
+                from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
                 raise StoreConfigurationError(
                     f'{where} records {tables.version_name} {recorded!r}, which is not a number: the tables were '
                     'not written by durable-recall; pass another `schema=`.'
@@ -322,21 +328,29 @@ def _check_config(
 ) -> None:
     """Refuse a configuration that could never connect, naming the bad value (checked at construction)."""
     if (url is None) == (pool is None):
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(f'{store}: pass either a `url` or a caller-owned `pool`, not both.')
     if url is not None:
         _check_url(url, store)
     if schema is not None and not (
         isinstance(schema, str) and 0 < len(schema.encode()) <= 63 and '\x00' not in schema  # pyright: ignore[reportUnnecessaryIsInstance]
     ):
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(
             f'{store}: schema {schema!r} is not a usable Postgres identifier: '
             'pass a non-empty name of at most 63 bytes.'
         )
     if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int | float) or not connect_timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(
             f'{store}: connect_timeout must be a number of seconds > 0, got {connect_timeout!r}'
         )
     if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(f'{store}: max_size must be an int >= 1, got {max_size!r}')
 
 
@@ -345,6 +359,8 @@ def _check_url(url: object, store: str) -> None:
     from psycopg.conninfo import conninfo_to_dict
 
     if not isinstance(url, str):
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(f'{store}: url must be a string, got {type(url).__name__}')
     problem = None
     try:
@@ -357,6 +373,8 @@ def _check_url(url: object, store: str) -> None:
     except (ValueError, ProgrammingError) as error:
         problem = str(error).strip()
     if problem is not None:
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         raise StoreConfigurationError(
             f'{store}: {redact_url(url)!r} is not a usable Postgres URL ({problem}): '
             'pass one like postgresql://user:password@host:5432/database.'

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import UTC, datetime
-from typing import LiteralString
+from typing import TYPE_CHECKING, LiteralString
 
 import anyio.to_thread
-from pydantic_ai.messages import ModelMessage
 
-from ...base import RunIdConflictError, RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ...base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._run_rows import encode_metadata
@@ -18,6 +17,11 @@ from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
 from ._writes import write_batch
+
+if TYPE_CHECKING:
+    from psycopg import AsyncCursor
+    from psycopg.rows import TupleRow
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
 
@@ -65,33 +69,39 @@ class PostgresStepStore:
         return f'PostgresStepStore({self._db.describe()})'
 
     async def register_run(self, registration: RunRegistration) -> RunRecord:
-        record = registration.record(datetime.now(UTC))
         async with self._transaction() as cur:
-            # A run deleted with its conversation between the two statements is inserted afresh.
-            while True:
-                await cur.execute(
-                    self._sql(
-                        f'INSERT INTO {{runs}} ({RUN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)'
-                        ' ON CONFLICT (run_id) DO NOTHING'
-                    ),
-                    (
-                        record.run_id,
-                        record.conversation_id,
-                        record.parent_run_id,
-                        record.agent_name,
-                        encode_metadata(record.metadata),
-                        record.started_at,
-                        record.token,
-                    ),
-                )
-                if cur.rowcount == 1:
-                    return record
-                await cur.execute(self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (record.run_id,))
-                existing = await cur.fetchone()
-                if existing is not None:
-                    break
+            return await self._register(cur, registration)
+
+    async def _register(self, cur: AsyncCursor[TupleRow], registration: RunRegistration) -> RunRecord:
+        """`register_run` in the cursor's transaction."""
+        record = registration.record(datetime.now(UTC))
+        # A run deleted with its conversation between the two statements is inserted afresh.
+        while True:
+            await cur.execute(
+                self._sql(
+                    f'INSERT INTO {{runs}} ({RUN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)'
+                    ' ON CONFLICT (run_id) DO NOTHING'
+                ),
+                (
+                    record.run_id,
+                    record.conversation_id,
+                    record.parent_run_id,
+                    record.agent_name,
+                    encode_metadata(record.metadata),
+                    record.started_at,
+                    record.token,
+                ),
+            )
+            if cur.rowcount == 1:
+                return record
+            await cur.execute(self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (record.run_id,))
+            existing = await cur.fetchone()
+            if existing is not None:
+                break
         stored = run_from_row(existing)
         if stored.token != registration.token:
+            from ...base import RunIdConflictError  # loads pydantic-ai (see base._errors)
+
             raise RunIdConflictError(registration.run_id)
         return stored
 
@@ -138,7 +148,14 @@ class PostgresStepStore:
     async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
         return await self._save(deltas)
 
-    async def _save(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+    async def save_batch(self, batch: PersistBatch) -> list[bool]:
+        """Register the batch's run (if it names one) and save its deltas, in one transaction (see `BatchSaver`)."""
+        if batch.registration is not None and not batch.deltas:
+            await self.register_run(batch.registration)
+            return []
+        return await self._save(batch.deltas, batch.registration)
+
+    async def _save(self, deltas: Sequence[SnapshotDelta], registration: RunRegistration | None = None) -> list[bool]:
         if not deltas:
             return []
         size = sum(len(body) for delta in deltas for body in delta.messages)
@@ -148,10 +165,23 @@ class PostgresStepStore:
         else:
             encoded = await anyio.to_thread.run_sync(encode_deltas, deltas)
         async with self._transaction() as cur:
+            if registration is not None:
+                await self._register(cur, registration)
             return await write_batch(cur, self._db, deltas, encoded)
 
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
+    ) -> list[Snapshot]:
+        return await self._list(run_id, include_interrupted, after, None)
+
+    async def list_snapshots_sharing(
+        self, run_id: str, *, after: int, shared: MutableMapping[object, ModelMessage]
+    ) -> list[Snapshot]:
+        """`list_snapshots(include_interrupted=True)`, decoding through the caller's cache (see `SharingReader`)."""
+        return await self._list(run_id, True, after, shared)
+
+    async def _list(
+        self, run_id: str, include_interrupted: bool, after: int, shared: MutableMapping[object, ModelMessage] | None
     ) -> list[Snapshot]:
         async with self._transaction(snapshot=True) as cur:
             await cur.execute(
@@ -164,7 +194,7 @@ class PostgresStepStore:
             if not rows:
                 return []
             log = (await logs(cur, self._db, [(run_id, *log_span(rows))])).get(run_id, {})
-        return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log))
+        return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log, shared))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         # A row of unknown state is not filtered out: it is returned, and raises when decoded.

@@ -17,12 +17,15 @@ import threading
 from collections.abc import Callable, Generator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import LiteralString, TypeVar
+from typing import TYPE_CHECKING, LiteralString, TypeVar
 
 import anyio.to_thread
 
-from ...base import StoreConfigurationError, StoreUnavailableError
+from ...base import StoreUnavailableError
 from .._migrations import SQLITE_META, SQLITE_MIGRATIONS, check_version
+
+if TYPE_CHECKING:
+    from ...base import StoreConfigurationError
 
 __all__ = ('STEP_TABLES', 'SqliteConnection', 'SqliteTables', 'transaction')
 
@@ -201,6 +204,8 @@ class SqliteConnection:
         try:
             version = int(row[0])
         except ValueError:
+            from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
             raise StoreConfigurationError(
                 f'SQLite database {self.path!r} records {self.tables.version_name} {row[0]!r}, which is not a '
                 'number: the file was not written by durable-recall; point the store at another file.'
@@ -209,6 +214,8 @@ class SqliteConnection:
         return version
 
     def _unusable(self, error: sqlite3.Error) -> StoreConfigurationError:
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
         return StoreConfigurationError(
             f'cannot use {self.path!r} as a {self.tables.store} ({error}): pass a path whose directory exists '
             'and is writable by this process, to a new file or an existing durable-recall database.'

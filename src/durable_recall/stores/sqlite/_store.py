@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
-from pydantic_ai.messages import ModelMessage
 
 from ...base import (
     CorruptRunError,
     CorruptSnapshotError,
+    PersistBatch,
     RunRecord,
     RunRegistration,
     Snapshot,
@@ -26,6 +27,9 @@ from .._snapshot_rows import SnapshotRow, decode_log, decode_ranges, decode_snap
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
 from ._index import SqliteIndex
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 __all__ = ('SqliteStepStore',)
 
@@ -97,24 +101,42 @@ class SqliteStepStore:
     async def save_snapshots(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
         return await self._save(deltas)
 
-    async def _save(self, deltas: Sequence[SnapshotDelta]) -> list[bool]:
+    async def save_batch(self, batch: PersistBatch) -> list[bool]:
+        """Register the batch's run (if it names one) and save its deltas, in one transaction (see `BatchSaver`)."""
+        if batch.registration is not None and not batch.deltas:
+            await self.register_run(batch.registration)
+            return []
+        return await self._save(batch.deltas, batch.registration)
+
+    async def _save(self, deltas: Sequence[SnapshotDelta], registration: RunRegistration | None = None) -> list[bool]:
         if not deltas:
             return []
 
         def save() -> list[bool]:
             encoded = encode_deltas(deltas)  # compression is CPU work: before the lock, not under it
-            return self._db.locked(lambda conn: _writes.write_batch(conn, deltas, encoded))
+            return self._db.locked(lambda conn: _writes.write_batch(conn, deltas, encoded, registration))
 
         return await anyio.to_thread.run_sync(save)
 
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
     ) -> list[Snapshot]:
+        return await self._list(run_id, include_interrupted, after, None)
+
+    async def list_snapshots_sharing(
+        self, run_id: str, *, after: int, shared: MutableMapping[object, ModelMessage]
+    ) -> list[Snapshot]:
+        """`list_snapshots(include_interrupted=True)`, decoding through the caller's cache (see `SharingReader`)."""
+        return await self._list(run_id, True, after, shared)
+
+    async def _list(
+        self, run_id: str, include_interrupted: bool, after: int, shared: MutableMapping[object, ModelMessage] | None
+    ) -> list[Snapshot]:
         def read(conn: sqlite3.Connection) -> tuple[list[SnapshotRow], dict[int, StoredBody | None]]:
             return _reads.snapshot_rows(conn, run_id, include_interrupted=include_interrupted, after=after)
 
         with _text_of_log(run_id):
-            return await self._db.read(read, lambda found: decode_snapshots(*found))
+            return await self._db.read(read, lambda found: decode_snapshots(*found, shared))
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         def read(conn: sqlite3.Connection) -> tuple[SnapshotRow, dict[int, StoredBody | None]] | None:

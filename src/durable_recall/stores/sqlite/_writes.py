@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from ...base import RunIdConflictError, RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
+from ...base import RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
 from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
@@ -30,27 +30,34 @@ def register_run(conn: sqlite3.Connection, registration: RunRegistration) -> Run
         RunIdConflictError: The run id is taken by another agent run.
     """
     with transaction(conn, 'BEGIN IMMEDIATE'):
-        row = conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', (registration.run_id,))
-        existing = row.fetchone()
-        if existing is not None:
-            record = run_record(*existing)
-            if record.token != registration.token:
-                raise RunIdConflictError(registration.run_id)
-            return record
-        record = registration.record(datetime.now(UTC))
-        conn.execute(
-            f'INSERT INTO dr_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
-            (
-                record.run_id,
-                record.conversation_id,
-                record.parent_run_id,
-                record.agent_name,
-                encode_metadata(record.metadata),
-                format_timestamp(record.started_at),
-                record.token,
-            ),
-        )
+        return _register(conn, registration)
+
+
+def _register(conn: sqlite3.Connection, registration: RunRegistration) -> RunRecord:
+    """`register_run` in the caller's write transaction."""
+    row = conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id = ?', (registration.run_id,))
+    existing = row.fetchone()
+    if existing is not None:
+        record = run_record(*existing)
+        if record.token != registration.token:
+            from ...base import RunIdConflictError  # loads pydantic-ai (see base._errors)
+
+            raise RunIdConflictError(registration.run_id)
         return record
+    record = registration.record(datetime.now(UTC))
+    conn.execute(
+        f'INSERT INTO dr_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        (
+            record.run_id,
+            record.conversation_id,
+            record.parent_run_id,
+            record.agent_name,
+            encode_metadata(record.metadata),
+            format_timestamp(record.started_at),
+            record.token,
+        ),
+    )
+    return record
 
 
 def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
@@ -65,12 +72,29 @@ def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
 
 
 def write_batch(
-    conn: sqlite3.Connection, deltas: Sequence[SnapshotDelta], encoded: Sequence[Sequence[StoredBody]]
+    conn: sqlite3.Connection,
+    deltas: Sequence[SnapshotDelta],
+    encoded: Sequence[Sequence[StoredBody]],
+    registration: RunRegistration | None = None,
 ) -> list[bool]:
-    """Store the deltas in one write transaction: every new one, or (on any error) none."""
+    """Store the deltas in one write transaction: every new one, or (on any error) none.
+
+    Args:
+        conn: The connection, held by this thread.
+        deltas: The deltas, in order.
+        encoded: Each delta's new bodies, encoded (`encode_deltas`).
+        registration: A run to register first, in the same transaction (`save_batch`): a run's
+            first write then commits (and syncs the file) once, not twice.
+
+    Raises:
+        RunIdConflictError: The registration's run id is taken by another agent run.
+        SnapshotChainError: A delta's run is not registered, or a delta does not follow its chain.
+    """
     batch = BatchWrite()
     tips: dict[str, RunTip] = {}
     with transaction(conn, 'BEGIN IMMEDIATE'):
+        if registration is not None:
+            _register(conn, registration)
         for delta, bodies in zip(deltas, encoded, strict=True):
             tip = tips.get(delta.run_id)
             if tip is None:
