@@ -273,6 +273,8 @@ async def measure_recall(args: argparse.Namespace, work: Path) -> str:
             (f'ours, {name}' + (' (default)' if name == DEFAULT else ''), name, {}) for name in ANALYZERS
         ]
         variants.append((f'ours, {DEFAULT}, context_lines=2', DEFAULT, {'context_lines': 2}))
+        if not args.no_hybrid:
+            variants.append(('ours, hybrid (local default)', DEFAULT, {'ranking': 'hybrid'}))
         try:
             for label, analyzer, options in variants:
                 path = work / f'recall-{seed_name}-{analyzer}.db'
