@@ -36,7 +36,7 @@ def fuse(
         depth: How many of the most similar documents become candidates.
 
     Returns:
-        Document -> fused score in 0..1. Ties are left to the caller's corpus order.
+        Document -> fused score in 0..1 (above 0). Ties are left to the caller's corpus order.
     """
     near = heapq.nlargest(depth, semantic.items(), key=lambda item: (item[1], -item[0]))
     pool = list(dict.fromkeys([*lexical, *(key for key, _ in near)]))
@@ -45,7 +45,9 @@ def fuse(
     lex = _normalised([lexical.get(key, 0.0) for key in pool])
     floor = min(semantic.values(), default=0.0)
     sem = _normalised([semantic.get(key, floor) for key in pool])
-    return {key: (1 - weight) * a + weight * b for key, a, b in zip(pool, lex, sem, strict=True)}
+    # A candidate at the bottom of both sides (no word matches, least similar) is no match at all.
+    fused = {key: (1 - weight) * a + weight * b for key, a, b in zip(pool, lex, sem, strict=True)}
+    return {key: score for key, score in fused.items() if score > 0}
 
 
 def _normalised(values: list[float]) -> list[float]:
