@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections.abc import Sequence
-from datetime import timedelta
 
 import pytest
 from pydantic_ai import Agent
@@ -16,8 +15,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, update_index
 from durable_recall.stores import StepStore
-
-from ..search._stub import T0
 
 HAS_NUMPY = importlib.util.find_spec('numpy') is not None
 HAS_SEMANTIC = HAS_NUMPY and all(
@@ -118,5 +115,3 @@ EXCHANGES = [
     ('the deployment failed because of the disk quota', 'let us raise the quota'),
 ]
 """Each has a concept word that a question can paraphrase without sharing a word with it."""
-
-_ = T0, timedelta

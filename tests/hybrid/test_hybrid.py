@@ -21,7 +21,7 @@ async def vector_rows(kit: StoreKit) -> list[tuple[str, str, int]]:
     """`(run_id, model, dim)` of every stored vector row (the memory store's through its storage)."""
     store = kit.store
     if isinstance(store, InMemoryStepStore):
-        rows = store.vector_storage()._rows  # pyright: ignore[reportPrivateUsage]
+        rows = store.vector_storage()._rows
         return sorted((run_id, model, row.dim) for (model, run_id), row in rows.items())
     found = await kit.query('SELECT run_id, model, dim FROM {vectors} ORDER BY run_id, model')
     return [(run_id, model, dim) for run_id, model, dim in found]
@@ -100,3 +100,13 @@ async def test_ties_break_in_corpus_order_and_rankings_repeat(kit: StoreKit) -> 
     assert order == ['first holiday', 'second vacation', 'third journey']
     # Equal fused scores; the replies, least similar and matching no word, are no match at all.
     assert ['[score: 0.5 |' in block for block in blocks(first)] == [True, True, True]
+
+
+async def test_deleting_a_conversation_deletes_its_vectors(kit: StoreKit) -> None:
+    await chat(kit.store, EXCHANGES[:2])
+    await chat(kit.store, EXCHANGES[2:3], conversation_id='kept')
+    await hybrid(kit.store).search(context(), request('car'))
+    await hybrid(kit.store).search(context('kept'), request('doctor'))
+    assert len(await vector_rows(kit)) == 3
+    assert await kit.store.delete_conversation('c1') == 2
+    assert len(await vector_rows(kit)) == 1

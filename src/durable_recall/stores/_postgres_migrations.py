@@ -181,7 +181,7 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     (
         # Version 9: message vectors for hybrid ranking, one row per run and embedding model
         # (`durable_recall.index.VectorRow`).
-        'CREATE TABLE {vectors} ('
+        'CREATE TABLE IF NOT EXISTS {vectors} ('
         ' run_id TEXT COLLATE "C" NOT NULL,'
         ' model TEXT COLLATE "C" NOT NULL,'
         ' seen BIGINT NOT NULL,'

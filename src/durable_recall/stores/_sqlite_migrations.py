@@ -185,7 +185,8 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     (
         # Version 9: message vectors for hybrid ranking, one row per run and embedding model
         # (`durable_recall.index.VectorRow`); a rowid table, since a row's blobs can be kilobytes.
-        'CREATE TABLE dr_vectors ('
+        # IF NOT EXISTS: a database a test set back to an older version keeps its table.
+        'CREATE TABLE IF NOT EXISTS dr_vectors ('
         ' run_id TEXT NOT NULL,'
         ' model TEXT NOT NULL,'
         ' seen INTEGER NOT NULL,'
@@ -193,6 +194,6 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' hashes BLOB NOT NULL,'
         ' vectors BLOB NOT NULL'
         ')',
-        'CREATE UNIQUE INDEX dr_vectors_by_run ON dr_vectors (run_id, model)',
+        'CREATE UNIQUE INDEX IF NOT EXISTS dr_vectors_by_run ON dr_vectors (run_id, model)',
     ),
 )
