@@ -81,7 +81,8 @@ class SemanticIndex:
         if not matrix.keys:
             return {}
         norm = float(np.linalg.norm(probe))
-        scores = matrix.vectors @ (probe / norm if norm > 0 else probe)
+        # einsum, not BLAS: a BLAS thread pool spinning beside the embedding model's threads starves both.
+        scores = np.einsum('ij,j->i', matrix.vectors, probe / norm if norm > 0 else probe)
         return dict(zip(matrix.keys, scores.tolist(), strict=True))
 
     async def _matrix(self, model: str, dim: int, conversation_id: str | None, *, all_scopes: bool) -> _Matrix:
@@ -153,7 +154,8 @@ class SemanticIndex:
             for digest, text in zip(hashes[run_id], run_texts, strict=True):
                 if digest not in known and text:
                     wanted.setdefault(digest, text)
-        order = list(wanted)
+        # Similar lengths batched together: a batch is padded to its longest text.
+        order = sorted(wanted, key=lambda digest: len(wanted[digest]))
         for start in range(0, len(order), BATCH):
             batch = order[start : start + BATCH]
             result = await self._embedder.embed_documents([wanted[digest][:MAX_TEXT_CHARS] for digest in batch])
