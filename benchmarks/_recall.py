@@ -281,6 +281,7 @@ async def measure_recall(args: argparse.Namespace, work: Path) -> str:
     lines: list[str] = []
     for seed_name, seed in SEEDS.items():
         chat = generate_recall_chat(seed, plan.sessions, plan.per_session, plan.rounds)
+        seed_start = len(lines)
         evidence = sum(len(q.evidence) for q in chat.questions)
         lines.append(
             f'\n### seed {seed_name}: {len(chat.exchanges):,} exchanges ({2 * len(chat.exchanges):,} messages) in '
@@ -318,6 +319,7 @@ async def measure_recall(args: argparse.Namespace, work: Path) -> str:
             reference = _reference(work, chat, plan)
             lines.append(reference.row() if isinstance(reference, Scores) else f'| reference | {reference} |')
         lines += ['', *notes]
+        log('recall: seed ' + seed_name + ' done:\n' + '\n'.join(lines[seed_start:]))
     return '\n'.join(lines)
 
 
