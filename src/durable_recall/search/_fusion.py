@@ -18,7 +18,12 @@ from collections.abc import Mapping
 __all__ = ('DEFAULT_WEIGHT', 'SEMANTIC_DEPTH', 'fuse')
 
 DEFAULT_WEIGHT = 0.5
-"""The similarity side's weight by default (chosen on the recall benchmark's development seed)."""
+"""The similarity side's weight by default.
+
+On the recall benchmark's development seed, recall@10 was 0.857 at 0 (BM25 alone), 0.940 at 0.2
+and 1.000 from 0.35 to 1.0; 0.5 sits inside that plateau while keeping BM25's share large, which
+matters where the model alone does worse (the issue measured all-MiniLM-L6-v2 alone at 0.440).
+"""
 
 SEMANTIC_DEPTH = 50
 """The most similar messages that join BM25's matches as candidates."""
