@@ -61,6 +61,7 @@ def test_hybrid_without_an_embedder_loads_nothing_at_construction() -> None:
     assert tool.embedder is None and tool.ranking == 'hybrid'
 
 
+@needs_numpy
 def test_the_capabilities_combine_only_when_their_rankings_agree() -> None:
     shared = source()
     plain = ConversationSearch(shared, scope='conversation')
