@@ -110,7 +110,7 @@ class SearchEngine:
             return None
         try:
             if self._semantic is None:
-                embedder = self.embedder or await local_embedder()
+                embedder = self.embedder if self.embedder is not None else await local_embedder()
                 self._semantic = SemanticIndex(self._ranker.corpus, vectors_for(self.source), embedder)
             return await self._semantic.similarity(query, conversation_id, all_scopes=all_scopes)
         except DurableRecallError:

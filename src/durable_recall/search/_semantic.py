@@ -81,7 +81,7 @@ class SemanticIndex:
         if not matrix.keys:
             return {}
         norm = float(np.linalg.norm(probe))
-        # einsum, not BLAS: a BLAS thread pool spinning beside the embedding model's threads starves both.
+        # einsum, not BLAS: no second thread pool beside the model's (1,000 x 384 is 0.3 ms on one core).
         scores = np.einsum('ij,j->i', matrix.vectors, probe / norm if norm > 0 else probe)
         return dict(zip(matrix.keys, scores.tolist(), strict=True))
 
@@ -131,6 +131,7 @@ class SemanticIndex:
         self, model: str, dim: int, stale: Sequence[IndexedRunRow], stored: dict[str, VectorRow]
     ) -> dict[str, VectorRow]:
         """Vectors of runs whose rows are missing or behind: texts read, changed ones embedded, rows saved."""
+        self._reader.unreadable = []  # a run that does not read is left without vectors, and retried
         full = await self._corpus.storage.load_runs([row.run_id for row in stale])
         records = await self._reader.records(list(full))
         texts: dict[str, list[str]] = {}
