@@ -298,12 +298,14 @@ def describe(report: Report) -> str:
 
 
 MISSED_BECAUSE = {
-    'search p50, warm': 'a query whose words are all common adds a BM25 share for every message holding each of '
-    'them, in Python (MaxScore pruning helps once a rarer word has found the top answers); then the messages the '
-    'answer shows are read back, decoded (~70 us each through pydantic) and rendered',
-    'search p50, cold process': 'besides the postings, the first search of a process opens the database, reads back '
-    'and decodes the messages its answer shows (~70 us each through pydantic) and renders them; on Postgres it also '
-    'opens the connection pool, and every read is a network round trip',
+    'search p50, warm': 'common words are scored with numpy now, but the first search to meet one inflates all of '
+    'its chunks (~10 us each, hundreds for a word in a fifth of the messages); then the answer reads back, decodes '
+    'and renders the windows it shows (~40 messages, ~60 us each: pydantic validation ~30 us for a tool message, '
+    'inflate, render)',
+    'search p50, cold process': 'besides the postings, the first search of a process reads back, decodes and renders '
+    'the messages its answer shows (~40 messages at ~60 us each, more on a first call), and pays a worker thread '
+    'and each statement the first time; on Postgres it also opens the connection pool, and every read is a '
+    'network round trip',
     'ingest': 'catching a run up reads back, decodes and hashes again the history it inherited (a compaction window '
     'per run: ~0.3 ms a message) before it folds and tokenizes what is new; the store alone writes ~2,400 messages/s',
     'storage / raw message text': 'postings share rows (an open tail and packed chunks per word and conversation), '

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_recall.index import Bm25Params, idf, scope_matches, score_term, term_order, top_scores
+from durable_recall.index import Bm25Params, Match, idf, scope_matches, score_term, term_order, top_scores
 from durable_recall.index._chunks import Chunk
+from durable_recall.index._columns import Columns
 from durable_recall.text import tokenize
 
 from ._oracle import rank
@@ -227,13 +228,16 @@ def test_rank_equals_oracle(docs: list[list[str]], query: list[str], k1: float, 
     k1=st.floats(min_value=0, max_value=5),
     b=st.floats(min_value=0, max_value=1),
     k=st.none() | st.integers(min_value=1, max_value=8),
+    vectorised=st.booleans(),
 )
-def test_index_scoring_equals_rank(docs: list[list[str]], query: list[str], k1: float, b: float, k: int | None) -> None:
-    """`top_scores` over one chunk per term gives `rank`'s floats, with the terms in `term_order`."""
+def test_index_scoring_equals_rank(
+    docs: list[list[str]], query: list[str], k1: float, b: float, k: int | None, vectorised: bool
+) -> None:
+    """`top_scores` over one chunk per term gives `rank`'s floats, with the terms in `term_order`, with numpy or not."""
     params = Bm25Params(k1=k1, b=b)
     freqs, lengths = corpus(docs)
     avgdl = sum(lengths) / len(docs) if docs else 0.0
-    terms: list[tuple[str, float, list[tuple[Chunk, int, int]]]] = []
+    terms: list[tuple[str, float, list[Match]]] = []
     for term in dict.fromkeys(query):
         found = [index for index, counts in enumerate(freqs) if counts[term]]
         chunk = Chunk(found, [freqs[index][term] for index in found], [lengths[index] for index in found])
@@ -241,7 +245,7 @@ def test_index_scoring_equals_rank(docs: list[list[str]], query: list[str], k1: 
     in_order = [term for term, _, _ in sorted(terms, key=lambda item: term_order(item[0], item[1]))]
     expected = dict(rank(in_order, freqs, lengths, params))
 
-    scores = top_scores(terms, avgdl, params, k)
+    scores = top_scores(terms, avgdl, params, k, vectorised=vectorised)
 
     assert all(scores[index] == expected[index] for index in scores)
     if k is None:
@@ -249,3 +253,41 @@ def test_index_scoring_equals_rank(docs: list[list[str]], query: list[str], k1: 
     else:
         best = sorted(expected.values(), reverse=True)[:k]
         assert all(index in scores for index, score in expected.items() if best and score > best[-1])
+
+
+@given(
+    docs=st.lists(st.lists(st.sampled_from(_VOCABULARY), max_size=8), max_size=12),
+    queries=st.lists(st.lists(st.sampled_from([*_VOCABULARY, 'zz']), max_size=5), min_size=1, max_size=4),
+    k=st.none() | st.integers(min_value=1, max_value=4),
+)
+def test_numpy_columns_score_as_rank_search_after_search(
+    docs: list[list[str]], queries: list[list[str]], k: int | None
+) -> None:
+    """A term's `Columns` are cached between searches, with its shares memoised: no search may change them."""
+    import numpy as np
+
+    params = Bm25Params()
+    freqs, lengths = corpus(docs)
+    avgdl = sum(lengths) / len(docs) if docs else 0.0
+    postings: dict[str, Columns] = {}
+    for term in [*_VOCABULARY, 'zz']:
+        found = [index for index, counts in enumerate(freqs) if counts[term]]
+        postings[term] = Columns(
+            np.array(found, dtype=np.uint64),
+            np.array([freqs[index][term] for index in found], dtype=np.float64),
+            np.array([lengths[index] for index in found], dtype=np.float64),
+        )
+    for query in [*queries, *queries]:
+        terms = [
+            (term, idf(len(docs), len(postings[term])), scope_matches([postings[term]]))
+            for term in dict.fromkeys(query)
+        ]
+        in_order = [term for term, _, _ in sorted(terms, key=lambda item: term_order(item[0], item[1]))]
+        expected = dict(rank(in_order, freqs, lengths, params))
+        scores = top_scores(terms, avgdl, params, k)
+        assert all(scores[index] == expected[index] for index in scores)
+        if k is None:
+            assert scores.keys() == expected.keys()
+        else:
+            best = sorted(expected.values(), reverse=True)[:k]
+            assert all(index in scores for index, score in expected.items() if best and score >= best[-1])

@@ -5,7 +5,19 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_recall.index._chunks import OPEN, SEAL_AT, decode_chunk, merged, pack_open, run_postings, seal, without_run
+from durable_recall.index import PostingsRow
+from durable_recall.index._chunks import (
+    OPEN,
+    SEAL_AT,
+    Chunk,
+    decode_chunk,
+    merged,
+    pack_open,
+    run_postings,
+    seal,
+    without_run,
+)
+from durable_recall.index._columns import MIN_ROWS, Columns, decode_columns, term_postings
 
 values = st.one_of(st.integers(1, 70), st.integers(0xFFF0, 0x1_0010), st.integers(1, 2**32 - 1))
 runs = st.dictionaries(
@@ -81,3 +93,30 @@ def test_merged_chunks_are_one_sorted_chunk_whatever_their_ranges(
     for chunks in ([wanted[i::pieces] for i in range(pieces)], [wanted[i : i + 3] for i in range(0, len(wanted), 3)]):
         decoded = [decode_chunk(1, seal(part)) for part in chunks if part]
         assert merged(list(reversed(decoded))).entries() == wanted
+
+
+@given(postings=runs, pieces=st.integers(1, 5), tail=st.booleans())
+def test_columns_decode_what_merged_chunks_hold(
+    postings: dict[int, dict[int, tuple[int, int]]], pieces: int, tail: bool
+) -> None:
+    """A common term's rows decoded into numpy columns hold exactly the merged `Chunk`, in key order."""
+    wanted = entries(postings)
+    for chunks in ([wanted[i::pieces] for i in range(pieces)], [wanted[i : i + 3] for i in range(0, len(wanted), 3)]):
+        rows = [PostingsRow(chunk=number + 1, postings=seal(part)) for number, part in enumerate(chunks) if part]
+        if tail and len(rows) > 1:  # the last part in the open tail instead (its records in any order)
+            last = chunks[-1]
+            records = b''.join(pack_open(k >> 32, [(k & 0xFFFFFFFF, t, n)]) for k, t, n in reversed(last))
+            rows[-1] = PostingsRow(chunk=OPEN, postings=records)
+        columns = decode_columns(rows)
+        expected = merged([decode_chunk(row.chunk, row.postings) for row in rows])
+        assert columns.keys.tolist() == list(expected.keys)
+        assert columns.tfs.tolist() == list(expected.tfs)
+        assert columns.lengths.tolist() == list(expected.lengths)
+        for run_key in postings:
+            assert columns.run_range(run_key) == expected.run_range(run_key)
+
+
+def test_a_term_of_many_rows_decodes_into_columns_and_a_rare_one_into_a_chunk() -> None:
+    rows = [PostingsRow(chunk=number, postings=seal([(number << 32 | 1, 1, 5)])) for number in range(1, MIN_ROWS + 1)]
+    assert isinstance(term_postings(rows), Columns)
+    assert isinstance(term_postings(rows[:-1]), Chunk)

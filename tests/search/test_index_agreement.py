@@ -215,3 +215,110 @@ async def test_a_batch_that_loses_a_race_catches_its_runs_up_one_by_one(store: S
     await agree(
         store, 'c-lost', requests(make_queries(conversation, 6, 62), conversation.runs[1].run_id), scope='conversation'
     )
+
+
+async def test_numpy_columns_answer_as_the_python_scorer(store: StepStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A common term's postings are decoded into numpy columns and scored with array arithmetic
+    # (`index._columns`, `index._vector`) from `MIN_ROWS` rows on, a size these histories never
+    # reach: with the bar at one row, every term takes that path, and every answer must be the
+    # Python scorer's, character for character (scores, ties, filters, orders, one run's record).
+    from durable_recall.index import _columns, _scoring, _vector
+
+    first = generate_conversation(71, 240, conversation_id='c-columns')
+    await write_conversation(store, first, window=12)
+    await write_conversation(store, generate_conversation(72, 120, conversation_id='c-beside'), window=12)
+    asks = requests(make_queries(first, 10, 71), first.runs[3].run_id)
+    ctx = context(conversation_id='c-columns')
+    vectorised = _vector.vector_top_scores
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return vectorised(*args)
+
+    for scope in ('conversation', 'all'):
+        python = ConversationSearch(SnapshotHistorySource(store), scope=scope, context_lines=1)
+        expected = [await python.search(ctx, ask) for ask in asks]
+        assert calls == []
+        with monkeypatch.context() as patched:
+            patched.setattr(_columns, 'MIN_ROWS', 1)
+            patched.setattr(_scoring, 'vector_top_scores', counted)
+            columns = ConversationSearch(SnapshotHistorySource(store), scope=scope, context_lines=1)
+            assert [await columns.search(ctx, ask) for ask in asks] == expected
+            # Again in the same process: from its cached columns and their memoised shares.
+            assert [await columns.search(ctx, ask) for ask in asks] == expected
+        assert calls
+        calls.clear()
+        assert any('matches for' in answer for answer in expected)
+
+
+def test_a_small_store_is_searched_without_numpy(tmp_path: Any) -> None:
+    # numpy costs 0.1 to 0.3 s to import: only a term of `MIN_ROWS` rows or more loads it, which
+    # a conversation of a few hundred messages never has, so its searches stay off it.
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, sys
+from benchmarks._script import generate_conversation, make_queries
+from benchmarks.histories import write_conversation
+from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore
+from durable_recall.search import SearchRequest
+from tests.search._stub import context
+
+async def main():
+    store = SqliteStepStore({str(tmp_path / 'small.db')!r})
+    conversation = generate_conversation(81, 300, conversation_id='c-small')
+    await write_conversation(store, conversation, window=12)
+    search = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    for query in make_queries(conversation, 8, 81):
+        answer = await search.search(context(conversation_id='c-small'), SearchRequest(query=query))
+        assert answer.split(' ', 1)[0].isdigit(), answer[:200]
+    await store.aclose()
+    print('numpy' in sys.modules)
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == 'False'
+
+
+def test_a_first_search_keeps_to_python_and_a_later_one_imports_numpy(tmp_path: Any) -> None:
+    # Importing numpy costs more than a one-off search of a common word: a process's first search
+    # decodes such a word into Python chunks (without keeping them); its next search reads it
+    # again into numpy columns. With the bar at one row, every word is common.
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, sys
+from benchmarks._script import generate_conversation, make_queries
+from benchmarks.histories import write_conversation
+from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore
+from durable_recall.index import _columns
+from durable_recall.search import SearchRequest
+from tests.search._stub import context
+
+async def main():
+    store = SqliteStepStore({str(tmp_path / 'first.db')!r})
+    conversation = generate_conversation(91, 200, conversation_id='c-first')
+    await write_conversation(store, conversation, window=12)
+    ctx = context(conversation_id='c-first')
+    queries = make_queries(conversation, 6, 91)
+    plain = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    expected = [await plain.search(ctx, SearchRequest(query=query)) for query in queries]
+    _columns.MIN_ROWS = 1
+    search = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    found = [await search.search(ctx, SearchRequest(query=queries[0]))]
+    print('numpy' in sys.modules)
+    found += [await search.search(ctx, SearchRequest(query=query)) for query in [*queries[1:], queries[0]]]
+    print('numpy' in sys.modules)
+    assert found == [*expected, expected[0]]
+    await store.aclose()
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['False', 'True']

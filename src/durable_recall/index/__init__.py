@@ -7,7 +7,7 @@
 * `_reader`: what catch-up reads from a store (`SnapshotReader`);
 * `_catch_up`: folding new snapshots and turning what changed into commits (`Indexer`,
   `update_index`);
-* `_bm25`, `_scoring`: BM25 top-k from postings;
+* `_bm25`, `_scoring`: BM25 top-k from postings; `_columns`, `_vector`: the same for common terms, with numpy;
 * `_vectors`: message vectors for hybrid ranking (`VectorStorage`, `VectorRow`).
 """
 
@@ -17,6 +17,7 @@ from ._apply import FullTail, IndexWriter, StoredRun, TermChunk, apply_commits
 from ._bm25 import Bm25Params, idf, score_term
 from ._catch_up import Indexer, Progress, Unreadable, record_text_terms, update_index
 from ._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, merged, seal_tail, without_run
+from ._columns import Columns, common_term, term_postings
 from ._feed import Folded, RecordFeed, RecordView, SnapshotFeed
 from ._inline import run_inline
 from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
@@ -32,6 +33,7 @@ __all__ = (
     'array_length',
     'SEAL_BYTES',
     'Bm25Params',
+    'Columns',
     'IndexStorage',
     'IndexWriter',
     'IndexedRunRow',
@@ -57,6 +59,7 @@ __all__ = (
     'VectorRow',
     'VectorStorage',
     'appended_postings',
+    'common_term',
     'apply_commits',
     'decode_chunk',
     'decode_floats',
@@ -71,6 +74,7 @@ __all__ = (
     'score_term',
     'seal_tail',
     'term_order',
+    'term_postings',
     'top_scores',
     'unpack_floats',
     'update_index',

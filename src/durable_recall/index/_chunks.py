@@ -45,6 +45,7 @@ __all__ = (
     'pack_open',
     'run_postings',
     'seal',
+    'sealed_columns',
     'seal_tail',
     'without_run',
 )
@@ -164,21 +165,29 @@ def decode_chunk(number: int, data: bytes) -> Chunk:
     """A row's postings, sorted by key."""
     if number == OPEN:
         return _decode_open(data)
-    flags = data[0]
-    body = zlib.decompress(data[1:]) if flags & _DEFLATED else data[1:]
-    width = 4 + sum(4 if flags & flag else 2 for flag in (_WIDE_POSITIONS, _WIDE_TFS, _WIDE_LENGTHS))
-    count = len(body) // width
+    body, count, widths = sealed_columns(data)
     runs = _array('I', body[: 4 * count])
     offset = 4 * count
     columns: list[array[int]] = []
-    for flag in (_WIDE_POSITIONS, _WIDE_TFS, _WIDE_LENGTHS):
-        kind = 'I' if flags & flag else 'H'
-        size = (4 if flags & flag else 2) * count
-        columns.append(_array(kind, body[offset : offset + size]))
+    for width in widths:
+        size = width * count
+        columns.append(_array('I' if width == 4 else 'H', body[offset : offset + size]))
         offset += size
     positions, tfs, lengths = columns
     keys = [run << 32 | position for run, position in zip(accumulate(runs), positions, strict=True)]
     return Chunk(keys, tfs, lengths)
+
+
+def sealed_columns(data: bytes) -> tuple[bytes, int, tuple[int, int, int]]:
+    """A sealed chunk's inflated body, its postings count, and the widths in bytes of positions, tfs and lengths.
+
+    The body is the run-key deltas (4 bytes each), then those three columns, little-endian:
+    what a decoder into other arrays than `Chunk`'s (the scorer's vectorised columns) reads.
+    """
+    flags = data[0]
+    body = zlib.decompress(data[1:]) if flags & _DEFLATED else data[1:]
+    widths = tuple(4 if flags & flag else 2 for flag in (_WIDE_POSITIONS, _WIDE_TFS, _WIDE_LENGTHS))
+    return body, len(body) // (4 + sum(widths)), (widths[0], widths[1], widths[2])
 
 
 def without_run(number: int, data: bytes, run_key: int) -> bytes | None:

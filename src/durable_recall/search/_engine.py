@@ -30,6 +30,7 @@ from ._request import SearchRequest, SearchScope, check_request, filters_of, que
 from ._semantic import SemanticIndex
 from ._snapshot_source import SnapshotHistorySource
 from ._source_corpus import SourceCorpus
+from ._warm_up import warm_up
 
 __all__ = ('SearchEngine', 'corpus_for', 'vectors_for')
 
@@ -101,6 +102,7 @@ class SearchEngine:
 
     def __post_init__(self) -> None:
         self._ranker = Ranker(corpus_for(self.source))
+        warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
 
     async def _similarity(
         self, query: str, conversation_id: str | None, *, all_scopes: bool, notes: list[str]

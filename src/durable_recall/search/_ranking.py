@@ -30,11 +30,9 @@ from ..index import (
     Postings,
     Progress,
     Unreadable,
-    decode_chunk,
     decode_floats,
     decode_ints,
     idf,
-    merged,
     record_text_terms,
     run_matches,
     scope_matches,
@@ -47,6 +45,7 @@ from ._fusion import fuse
 from ._hits import Candidate, Doc, Hit, Line
 from ._reads import Reader, summary_positions
 from ._request import Filters
+from ._terms import read_postings
 from ._windows import Layout, in_run_window
 
 __all__ = ('Ask', 'Ranked', 'Ranker')
@@ -101,6 +100,8 @@ class Ranker:
         self._max_scopes = max_cached_scopes
         self._reader = Reader(corpus, max_cached_messages=max_cached_messages)
         self._ranked: _Scope | None = None
+        self._searches = 0
+        """Searches begun (`refresh` calls): the first keeps common words to Python (see `_terms`)."""
         self._across: str | None = None
         """The conversation whose record windows walk, for the last `rank` (`None`: windows stay in their run)."""
 
@@ -115,7 +116,13 @@ class Ranker:
         return self._reader.unreadable
 
     async def refresh(self, conversation_id: str | None, *, all_scopes: bool, progress: Progress | None = None) -> None:
-        """Catch the scope's index up; what could not be read goes to `unreadable`."""
+        """Catch the scope's index up, for a search about to rank; what could not be read goes to `unreadable`."""
+        self._searches += 1
+        await self._refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+
+    async def _refresh(
+        self, conversation_id: str | None, *, all_scopes: bool, progress: Progress | None = None
+    ) -> None:
         status, problems = await self._corpus.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
         self._reader.unreadable = list(problems)
         key = _ALL if all_scopes else conversation_id
@@ -149,7 +156,7 @@ class Ranker:
                 self._across = ask.conversation_id if across else None
                 return await self._rank(scope, ask)
             except _Moved:
-                await self.refresh(ask.conversation_id, all_scopes=ask.all_scopes)
+                await self._refresh(ask.conversation_id, all_scopes=ask.all_scopes)
             except DurableRecallError:
                 raise
             except DAMAGE as error:
@@ -174,7 +181,18 @@ class Ranker:
             total, length = scope.docs, scope.length
         if total <= 0:
             return Ranked(total=0, candidates=[], rarity={})
-        postings = await self._postings(scope, terms, conversation_id, all_scopes=all_scopes)
+        postings = await read_postings(
+            self._corpus.storage,
+            scope.terms,
+            scope.generation,
+            terms,
+            conversation_id,
+            all_scopes=all_scopes,
+            first_search=self._searches <= 1,
+            max_terms=self._max_terms,
+        )
+        if postings is None:
+            raise _Moved
         rarity: dict[str, float] = {}
         scored_terms: list[tuple[str, float, Sequence[Match]]] = []
         for term in dict.fromkeys(terms):
@@ -327,28 +345,6 @@ class Ranker:
         asked = [(run.record, {p: seqs[p] for p in range(first)})]
         [messages] = await self._reader.messages(asked, [summary_positions(run.row)])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
-
-    async def _postings(
-        self, scope: _Scope, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
-    ) -> dict[str, Postings]:
-        missing = [term for term in dict.fromkeys(terms) if term not in scope.terms]
-        if missing:
-            storage = self._corpus.storage
-            found = await storage.postings(missing, conversation_id, all_scopes=all_scopes)
-            # Postings and statistics must come from one generation: if a run was indexed since
-            # the statistics were read, start over with the new ones.
-            status = await storage.status(conversation_id, all_scopes=all_scopes)
-            if status.generation != scope.generation:
-                raise _Moved
-            for term in missing:
-                rows = found.get(term, ())
-                scope.terms[term] = [merged([decode_chunk(row.chunk, row.postings) for row in rows])] if rows else []
-        out = {term: scope.terms[term] for term in terms}
-        for term in terms:
-            scope.terms.move_to_end(term)
-        while len(scope.terms) > self._max_terms:
-            scope.terms.popitem(last=False)
-        return out
 
     async def _filtered(self, scope: _Scope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:
         runs = await self._runs(scope, {key >> 32 for key in scores})

@@ -1,0 +1,59 @@
+"""The postings of a search's words: read once per scope generation, decoded, and kept between searches.
+
+A common word's postings decode into numpy columns (`index.Columns`), which score with array
+arithmetic; but importing numpy takes 0.1 to 0.3 s, more than a one-off search of such a word
+costs in Python. So a process's first search decodes them as Python chunks (a command line, or a
+worker's cold start, never waits for the import) and does not keep them; the process's later
+searches read them again into columns, importing numpy once. A process that already imported
+numpy uses columns from its first search.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from ..index import IndexStorage, Postings, common_term, term_postings
+
+__all__ = ('read_postings',)
+
+
+async def read_postings(
+    storage: IndexStorage,
+    cache: OrderedDict[str, Postings],
+    generation: str,
+    terms: Sequence[str],
+    conversation_id: str | None,
+    *,
+    all_scopes: bool,
+    first_search: bool,
+    max_terms: int,
+) -> dict[str, Postings] | None:
+    """Each term's postings in the scope, from `cache` or one read (then kept there, at most `max_terms`).
+
+    Returns:
+        The postings by term, or `None` when the scope's index moved past `generation` while they
+        were read (the caller starts over with the new statistics).
+    """
+    passing: dict[str, Postings] = {}
+    missing = [term for term in dict.fromkeys(terms) if term not in cache]
+    if missing:
+        found = await storage.postings(missing, conversation_id, all_scopes=all_scopes)
+        # Postings and statistics must come from one generation: if a run was indexed since the
+        # statistics were read, start over with the new ones.
+        status = await storage.status(conversation_id, all_scopes=all_scopes)
+        if status.generation != generation:
+            return None
+        columns = not first_search or 'numpy' in sys.modules
+        for term in missing:
+            rows = found.get(term, ())
+            decoded: Postings = [term_postings(rows, columns=columns)] if rows else []
+            (cache if columns or not common_term(rows) else passing)[term] = decoded
+    out = {term: passing[term] if term in passing else cache[term] for term in terms}
+    for term in terms:
+        if term in cache:
+            cache.move_to_end(term)
+    while len(cache) > max_terms:
+        cache.popitem(last=False)
+    return out

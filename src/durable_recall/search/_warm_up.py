@@ -1,0 +1,59 @@
+"""What a process's first search would otherwise build on its way: done once, when a search engine is built.
+
+A worker builds its agent and capabilities at startup; its first search should cost what a later
+one does, not carry one-time work. On the way to its answer, a fresh process's first search
+imported the stemmer (the analyzer loads it on first use, so that a command line that never
+searches does not), ran pydantic's message validators for the first time on each part type
+(their first run costs about twice a later one), and rendered its first blocks. Building a
+`SearchEngine` now does each of these once, on a small sample: about a millisecond, at startup.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from ..base import dump_messages, load_messages
+from ..text import display_lines
+from ._request import query_terms
+
+__all__ = ('warm_up',)
+
+
+@cache
+def warm_up() -> None:
+    """Load the analyzer's stemmer, and decode and render a sample of each common message part (once a process)."""
+    terms = query_terms('warming the analyzer up')
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    sample = [
+        ModelRequest(
+            parts=[
+                SystemPromptPart(content='You are a warm-up.', timestamp=at),
+                UserPromptPart(content='Where is the config file?', timestamp=at),
+            ],
+            timestamp=at,
+        ),
+        ModelResponse(
+            parts=[
+                TextPart(content='Looking.'),
+                ToolCallPart(tool_name='read', args={'path': 'a.py'}, tool_call_id='1'),
+            ],
+            timestamp=at,
+        ),
+        ModelRequest(
+            parts=[ToolReturnPart(tool_name='read', content={'lines': ['x = 1']}, tool_call_id='1', timestamp=at)],
+            timestamp=at,
+        ),
+    ]
+    for message in load_messages(dump_messages(sample)):
+        display_lines(message, terms)
