@@ -93,9 +93,9 @@ async def chat(
 
 
 def hybrid(store: StepStore, model: ConceptEmbeddingModel | None = None, **options: object) -> ConversationSearch:
+    options = {'scope': 'conversation', **options}
     return ConversationSearch(
         SnapshotHistorySource(store),
-        scope='conversation',
         ranking='hybrid',
         embedder=embedder(model),
         **options,  # pyright: ignore[reportArgumentType]

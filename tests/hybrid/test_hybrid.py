@@ -110,3 +110,11 @@ async def test_deleting_a_conversation_deletes_its_vectors(kit: StoreKit) -> Non
     assert len(await vector_rows(kit)) == 3
     assert await kit.store.delete_conversation('c1') == 2
     assert len(await vector_rows(kit)) == 1
+
+
+async def test_scope_all_searches_every_conversation_by_meaning(kit: StoreKit) -> None:
+    await chat(kit.store, EXCHANGES[:1])
+    await chat(kit.store, [('my physician is on holiday', 'noted')], conversation_id='other')
+    tool = hybrid(kit.store, scope='all', context_lines=0)
+    answer = await tool.search(context(None), request('car doctor'))
+    assert 'red automobile' in answer and 'my physician' in answer
