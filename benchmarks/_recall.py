@@ -1,6 +1,6 @@
 """Recall quality: does the answer show the turns that answer a question? Ours next to the reference.
 
-`python -m benchmarks.run --workload recall [--size tiny|small] [--no-reference]`.
+`python -m benchmarks.run --workload recall [--size tiny|small] [--no-reference] [--no-hybrid] [--postgres URL]`.
 
 The chat (`benchmarks._recall_data`) is played through the library as a chat app plays it: one
 `Agent.run` per exchange, history threaded through `message_history`, `SlidingWindowCompaction(
@@ -16,7 +16,11 @@ answer bytes, warm search p50, and storage over the raw text. Variants of ours d
 analyzer (`plain`: accents folded, no stemming; `porter`; `english`, Snowball's Porter2, the
 default) and in context lines (5, the default, and 2); each is the
 same store with its index rebuilt by that analyzer. Two seeds: `dev` (the one the default was
-chosen on) and `held-out`.
+chosen on) and `held-out`. Hybrid ranking (`ranking='hybrid'` with the local default model, from the
+`semantic` extra) runs on the same store; its first search embeds the whole history, which is
+reported apart (the warm p50 is of searches after it), with the bytes its vectors take.
+`--postgres URL` also runs the default and hybrid rankings on a `PostgresStepStore` in a throwaway
+schema holding the same chat.
 
 The reference (pydantic-ai-harness 0.62.0 in its own venv, `benchmarks._recall_reference`) gets
 the same exchanges through its own agent stack and the same questions through its toolset.
@@ -31,6 +35,7 @@ import shutil
 import sqlite3
 import statistics
 import time
+import uuid
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -46,15 +51,18 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
-from benchmarks._measure import log, run_json
+from benchmarks._measure import drop_schema, log, run_json
 from benchmarks._recall_data import RecallChat, generate_recall_chat
+from benchmarks._stores import postgres_size, sqlite_size
 from benchmarks._venv import reference_python
 from durable_recall import (
     ConversationSearch,
+    PostgresStepStore,
     SlidingWindowCompaction,
     SnapshotHistorySource,
     SqliteStepStore,
     StepPersistence,
+    StepStore,
     update_index,
 )
 from durable_recall.search import SearchRequest
@@ -100,6 +108,8 @@ class Scores:
     latencies: list[float] = field(default_factory=list[float])
     storage_ratio: float = 0.0
     by_kind: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    first_search: float = 0.0
+    """The first question's search: for hybrid, it embeds the whole history (catch-up)."""
 
     def row(self) -> str:
         p50 = statistics.median(self.latencies) * 1000 if self.latencies else float('nan')
@@ -136,6 +146,11 @@ def _clock(moments: Iterator[datetime]) -> Generator[None]:
 
 async def _ingest(path: Path, chat: RecallChat) -> float:
     """Play the chat into a SQLite store as a chat app does; the seconds it took."""
+    return await _play(SqliteStepStore(database=path), chat)
+
+
+async def _play(store: StepStore, chat: RecallChat) -> float:
+    """Play the chat into a store as a chat app does (then index it and close the store); the seconds it took."""
     replies = iter(chat.exchanges)
     current: list[datetime] = []
 
@@ -143,7 +158,6 @@ async def _ingest(path: Path, chat: RecallChat) -> float:
         exchange = next(replies)
         return ModelResponse(parts=[TextPart(exchange.reply)], timestamp=exchange.at)
 
-    store = SqliteStepStore(database=path)
     agent = Agent(
         FunctionModel(model),
         name='recall-bench',
@@ -179,13 +193,22 @@ def _raw_bytes(chat: RecallChat) -> int:
 
 
 async def _ours(path: Path, chat: RecallChat, label: str, plan: RecallPlan, **options: Any) -> Scores:
-    store = SqliteStepStore(database=path)
+    scores = await _searched(SqliteStepStore(database=path), chat, label, plan, **options)
+    scores.storage_ratio = path.stat().st_size / _raw_bytes(chat)
+    return scores
+
+
+async def _searched(store: StepStore, chat: RecallChat, label: str, plan: RecallPlan, **options: Any) -> Scores:
+    """Every question through the tool (the first pass scored, then warm rounds timed); closes the store."""
     try:
         await update_index(store)
         tool = ConversationSearch(SnapshotHistorySource(store), scope='conversation', **options)
         ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), conversation_id=chat.conversation_id)
         answers: list[str] = []
-        for question in chat.questions:
+        began = time.perf_counter()
+        answers.append(await tool.search(ctx, SearchRequest(query=chat.questions[0].text)))
+        first = time.perf_counter() - began
+        for question in chat.questions[1:]:
             answers.append(await tool.search(ctx, SearchRequest(query=question.text)))
         latencies: list[float] = []
         for _ in range(plan.warm_rounds):
@@ -197,7 +220,7 @@ async def _ours(path: Path, chat: RecallChat, label: str, plan: RecallPlan, **op
         await store.aclose()
     scores = _score(label, chat, answers)
     scores.latencies = latencies
-    scores.storage_ratio = path.stat().st_size / _raw_bytes(chat)
+    scores.first_search = first
     return scores
 
 
@@ -258,6 +281,7 @@ async def measure_recall(args: argparse.Namespace, work: Path) -> str:
     lines: list[str] = []
     for seed_name, seed in SEEDS.items():
         chat = generate_recall_chat(seed, plan.sessions, plan.per_session, plan.rounds)
+        seed_start = len(lines)
         evidence = sum(len(q.evidence) for q in chat.questions)
         lines.append(
             f'\n### seed {seed_name}: {len(chat.exchanges):,} exchanges ({2 * len(chat.exchanges):,} messages) in '
@@ -273,17 +297,63 @@ async def measure_recall(args: argparse.Namespace, work: Path) -> str:
             (f'ours, {name}' + (' (default)' if name == DEFAULT else ''), name, {}) for name in ANALYZERS
         ]
         variants.append((f'ours, {DEFAULT}, context_lines=2', DEFAULT, {'context_lines': 2}))
+        if not args.no_hybrid:
+            variants.append(('ours, hybrid (local default)', DEFAULT, {'ranking': 'hybrid'}))
+        notes: list[str] = []
         try:
             for label, analyzer, options in variants:
                 path = work / f'recall-{seed_name}-{analyzer}.db'
                 shutil.copyfile(base, path)
                 _rebuild(path, analyzer)
                 log(f'recall: {label}')
-                lines.append((await _ours(path, chat, label, plan, **options)).row())
+                scores = await _ours(path, chat, label, plan, **options)
+                lines.append(scores.row())
+                if options.get('ranking') == 'hybrid':
+                    notes.append(_catch_up_note(label, scores, chat, sqlite_size(path).tables.get('dr_vectors')))
         finally:
             use_analyzer(DEFAULT)
+        if args.postgres:
+            notes += await _postgres_rows(args.postgres, chat, plan, lines, hybrid=not args.no_hybrid)
         if not args.no_reference:
             log('recall: the reference')
             reference = _reference(work, chat, plan)
             lines.append(reference.row() if isinstance(reference, Scores) else f'| reference | {reference} |')
+        lines += ['', *notes]
+        log('recall: seed ' + seed_name + ' done:\n' + '\n'.join(lines[seed_start:]))
     return '\n'.join(lines)
+
+
+def _catch_up_note(label: str, scores: Scores, chat: RecallChat, vector_bytes: int | None) -> str:
+    messages = 2 * len(chat.exchanges)
+    stored = f', vectors {vector_bytes / messages:,.0f} bytes a message' if vector_bytes else ''
+    return (
+        f'* {label}: the first search embedded the history ({messages:,} messages) in '
+        f'{scores.first_search:.1f} s ({scores.first_search / messages * 1000:.1f} ms a message){stored}'
+    )
+
+
+async def _postgres_rows(url: str, chat: RecallChat, plan: RecallPlan, lines: list[str], *, hybrid: bool) -> list[str]:
+    """The default and hybrid rankings on a `PostgresStepStore` (a throwaway schema) holding the same chat."""
+    schema = f'dr_bench_recall_{uuid.uuid4().hex[:8]}'
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    notes: list[str] = []
+    try:
+        log('recall: playing the chat into Postgres')
+        await _play(PostgresStepStore(url, schema=schema), chat)
+        sides: list[tuple[str, dict[str, Any]]] = [('ours, Postgres, english (default)', {})]
+        if hybrid:
+            sides.append(('ours, Postgres, hybrid (local default)', {'ranking': 'hybrid'}))
+        for label, options in sides:
+            log(f'recall: {label}')
+            scores = await _searched(PostgresStepStore(url, schema=schema), chat, label, plan, **options)
+            size = postgres_size(url, schema)
+            scores.storage_ratio = size.total / _raw_bytes(chat)
+            lines.append(scores.row())
+            if options:
+                notes.append(_catch_up_note(label, scores, chat, size.tables.get('dr_vectors')))
+    finally:
+        drop_schema(url, schema)
+    return notes

@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument('--postgres', metavar='URL', help='also measure PostgresStepStore (a throwaway schema)')
     parser.add_argument('--no-reference', action='store_true', help='skip the reference (no venv needed)')
+    parser.add_argument(
+        '--no-hybrid', action='store_true', help='recall: skip hybrid ranking (no semantic extra needed)'
+    )
     parser.add_argument('--json', metavar='PATH', help='also write the measurements as JSON')
     parser.add_argument('--keep', action='store_true', help='keep the stores in benchmarks/.cache/')
     args = parser.parse_args(argv)

@@ -251,10 +251,11 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             ('dr_pending',),
             ('dr_runs',),
             ('dr_snapshots',),
+            ('dr_vectors',),
         ]
         cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
-        assert SCHEMA_VERSION == 8
+        assert SCHEMA_VERSION == 9
 
         async def columns(table: str) -> list[tuple[str, str, str]]:
             cur = await conn.execute(
@@ -279,3 +280,11 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             ('ref_seq', 'integer', 'NO'),
         ]
         assert ('state', 'bytea', 'NO') in await columns('dr_index_runs')
+        assert await columns('dr_vectors') == [
+            ('run_id', 'text', 'NO'),
+            ('model', 'text', 'NO'),
+            ('seen', 'bigint', 'NO'),
+            ('dim', 'integer', 'NO'),
+            ('hashes', 'bytea', 'NO'),
+            ('vectors', 'bytea', 'NO'),
+        ]

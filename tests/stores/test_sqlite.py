@@ -77,7 +77,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
 
     def columns(table: str) -> list[tuple[object, ...]]:
         return [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, f'PRAGMA table_info({table})')]
@@ -97,6 +97,16 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
     assert sql(path, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = 'dr_message_refs'") == [(1,)]
     # The index's state keeps its declared type: TEXT affinity stores the bytes bound as a BLOB.
     assert ('state', 'TEXT', 1) in columns('dr_index_runs')
+    # Hybrid ranking's message vectors (version 9): a rowid table, a row per run and model.
+    assert columns('dr_vectors') == [
+        ('run_id', 'TEXT', 1),
+        ('model', 'TEXT', 1),
+        ('seen', 'INTEGER', 1),
+        ('dim', 'INTEGER', 1),
+        ('hashes', 'BLOB', 1),
+        ('vectors', 'BLOB', 1),
+    ]
+    assert [row[1:3] for row in sql(path, 'PRAGMA index_list(dr_vectors)')] == [('dr_vectors_by_run', 1)]
     assert tables == {
         'dr_meta',
         'dr_runs',
@@ -108,6 +118,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
         'dr_index_runs',
         'dr_index_postings',
         'dr_index_hashes',
+        'dr_vectors',
     }
 
 

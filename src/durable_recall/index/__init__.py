@@ -7,7 +7,8 @@
 * `_reader`: what catch-up reads from a store (`SnapshotReader`);
 * `_catch_up`: folding new snapshots and turning what changed into commits (`Indexer`,
   `update_index`);
-* `_bm25`, `_scoring`: BM25 top-k from postings; `_columns`, `_vector`: the same for common terms, with numpy.
+* `_bm25`, `_scoring`: BM25 top-k from postings; `_columns`, `_vector`: the same for common terms, with numpy;
+* `_vectors`: message vectors for hybrid ranking (`VectorStorage`, `VectorRow`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
 from ._reader import SnapshotReader
 from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
 from ._storage import IndexedRunRow, IndexStorage, Posting, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
+from ._vectors import HASH_BYTES, MemoryVectors, VectorRow, VectorStorage, pack_floats, unpack_floats
 
 __all__ = (
+    'HASH_BYTES',
     'OPEN',
     'ROLE_NAMES',
     'array_length',
@@ -38,6 +41,7 @@ __all__ = (
     'FullTail',
     'Indexer',
     'Match',
+    'MemoryVectors',
     'Posting',
     'Postings',
     'PostingsRow',
@@ -52,6 +56,8 @@ __all__ = (
     'StoredRun',
     'TermChunk',
     'Unreadable',
+    'VectorRow',
+    'VectorStorage',
     'appended_postings',
     'common_term',
     'apply_commits',
@@ -60,6 +66,7 @@ __all__ = (
     'decode_ints',
     'idf',
     'merged',
+    'pack_floats',
     'record_text_terms',
     'run_inline',
     'run_matches',
@@ -69,6 +76,7 @@ __all__ = (
     'term_order',
     'term_postings',
     'top_scores',
+    'unpack_floats',
     'update_index',
     'without_run',
 )

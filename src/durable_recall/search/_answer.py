@@ -118,6 +118,14 @@ NOTE_SHARE = 4
 """The note naming unreadable runs takes at most a quarter of an answer's budget."""
 
 
+def semantic_failed(error: Exception) -> str:
+    """The note of a hybrid search whose embedder failed: it was ranked by BM25 alone (the error's type, no message)."""
+    return (
+        f'Note: ranking by meaning was unavailable for this search ({type(error).__name__}); '
+        'the results are ranked by words alone.'
+    )
+
+
 def note_for(problems: Sequence[str], max_result_bytes: int) -> str:
     """The unreadable-runs note as appended to an answer (with its blank line), or `''` for none."""
     if not problems:

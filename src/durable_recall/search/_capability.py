@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.durable_operation import durable_operation
+from pydantic_ai.embeddings import Embedder
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import FunctionToolset
@@ -17,7 +18,9 @@ from ..base import DurableRecallDeprecationWarning
 from ..history import HistorySource
 from ..index import Bm25Params
 from ..text import DEFAULT_SKIP_TOOLS, SEARCH_TOOL_NAME
+from ._embedding import Ranking, check_ranking
 from ._engine import SearchEngine
+from ._fusion import DEFAULT_WEIGHT
 from ._request import SearchRequest, SearchScope
 from ._toolset import build_toolset
 
@@ -35,6 +38,9 @@ _COMPARED = (
     'max_result_bytes',
     'description',
     'defer_loading',
+    'ranking',
+    'embedder',
+    'hybrid_weight',
 )
 
 
@@ -67,6 +73,14 @@ class ConversationSearch(AbstractCapability[Any]):
         tool_id: The id of the toolset that holds the tool.
         max_result_bytes: The most UTF-8 bytes one result may have; far below Temporal's 2 MB
             payload limit by default.
+        ranking: `'bm25'` (the default) ranks by BM25 alone; `'hybrid'` fuses BM25 with the
+            similarity of message embeddings, so that a paraphrase with few words in common can
+            still be found. Message vectors are computed as the index catches up, inside the
+            search operation, and stored beside the index under the model's name.
+        embedder: Hybrid ranking's pydantic-ai `Embedder` (any provider it supports). Leaving it
+            unset uses the local default, all-MiniLM-L6-v2 on CPU from `durable-recall[semantic]`
+            (no network, no API key). Only with `ranking='hybrid'`.
+        hybrid_weight: The similarity side's share when scores are fused (0 to 1; BM25 has the rest).
         id: The capability id; capabilities with one id are combined (see `combine`).
     """
 
@@ -80,6 +94,9 @@ class ConversationSearch(AbstractCapability[Any]):
     tool_id: str = 'conversation-search'
     max_result_bytes: int = 16_000
     _: KW_ONLY
+    ranking: Ranking = 'bm25'
+    embedder: Embedder | None = None
+    hybrid_weight: float = DEFAULT_WEIGHT
     id: str | None = 'conversation_search'
 
     _engine: SearchEngine = field(init=False, repr=False, compare=False)
@@ -97,6 +114,7 @@ class ConversationSearch(AbstractCapability[Any]):
         _check_int('context_lines', self.context_lines, minimum=0)
         _check_int('max_result_bytes', self.max_result_bytes, minimum=2048)
         params = Bm25Params(k1=self.bm25_k1, b=self.bm25_b)
+        check_ranking(self.ranking, self.embedder, self.hybrid_weight)
         if not isinstance(self.add_instructions, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f'add_instructions must be a bool, got {self.add_instructions!r}')
         if not isinstance(self.tool_id, str) or not self.tool_id:  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -117,6 +135,9 @@ class ConversationSearch(AbstractCapability[Any]):
             context_lines=self.context_lines,
             max_result_bytes=self.max_result_bytes,
             skip_tools=DEFAULT_SKIP_TOOLS,
+            ranking=self.ranking,
+            embedder=self.embedder,
+            hybrid_weight=float(self.hybrid_weight),
         )
         # One toolset for the capability's lifetime: durable engines register it by identity.
         self._toolset = build_toolset(self, tool_id=self.tool_id, scope=self.effective_scope)

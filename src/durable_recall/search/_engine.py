@@ -14,20 +14,25 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
 import anyio
+from pydantic_ai.embeddings import Embedder
 
+from ..base import DurableRecallError
 from ..history import HistorySource
-from ..index import Bm25Params, Progress
+from ..index import Bm25Params, MemoryVectors, Progress, VectorStorage
 from . import _answer
 from ._corpus import Corpus, StoreCorpus
+from ._embedding import Ranking, local_embedder
+from ._fusion import DEFAULT_WEIGHT
 from ._hits import Candidate, Doc, Hit
 from ._outcome import Outcome
 from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
+from ._semantic import SemanticIndex
 from ._snapshot_source import SnapshotHistorySource
 from ._source_corpus import SourceCorpus
 from ._warm_up import warm_up
 
-__all__ = ('SearchEngine', 'corpus_for')
+__all__ = ('SearchEngine', 'corpus_for', 'vectors_for')
 
 _FIRST_WINDOWS = 3
 """Hits whose windows a search reads before it knows whether the answer has room for more."""
@@ -54,6 +59,17 @@ def corpus_for(source: HistorySource) -> Corpus:
     return SourceCorpus(source)
 
 
+def vectors_for(source: HistorySource) -> VectorStorage:
+    """Where hybrid ranking keeps message vectors: the step store's own table, else this process's memory."""
+    if isinstance(source, SnapshotHistorySource):
+        vectors = getattr(source.store, 'vector_storage', None)
+        if callable(vectors):
+            found = vectors()
+            if isinstance(found, VectorStorage):
+                return found
+    return MemoryVectors()
+
+
 @dataclass
 class SearchEngine:
     """Searches a history source: catches its index up, ranks, reads back and renders what it shows.
@@ -66,6 +82,9 @@ class SearchEngine:
             in a conversation-scoped search, within the match's run otherwise (see `_windows`).
         max_result_bytes: The most UTF-8 bytes one answer may have.
         skip_tools: Tools whose calls and returns are shown as a placeholder (the search tool's own).
+        ranking: `'bm25'`, or `'hybrid'`: BM25 fused with embedding similarity (`_fusion`).
+        embedder: Hybrid ranking's embedder (`None`: the local default, `_embedding`).
+        hybrid_weight: The similarity side's share in fusion.
     """
 
     source: HistorySource
@@ -74,12 +93,33 @@ class SearchEngine:
     context_lines: int
     max_result_bytes: int
     skip_tools: Collection[str]
+    ranking: Ranking = 'bm25'
+    embedder: Embedder | None = None
+    hybrid_weight: float = DEFAULT_WEIGHT
     _ranker: Ranker = field(init=False, repr=False)
+    _semantic: SemanticIndex | None = field(default=None, init=False, repr=False)
     _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self._ranker = Ranker(corpus_for(self.source))
         warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
+
+    async def _similarity(
+        self, query: str, conversation_id: str | None, *, all_scopes: bool, notes: list[str]
+    ) -> dict[int, float] | None:
+        """The similarity side of a hybrid search (`None` for BM25, or when the embedder failed: noted)."""
+        if self.ranking != 'hybrid':
+            return None
+        try:
+            if self._semantic is None:
+                embedder = self.embedder if self.embedder is not None else await local_embedder()
+                self._semantic = SemanticIndex(self._ranker.corpus, vectors_for(self.source), embedder)
+            return await self._semantic.similarity(query, conversation_id, all_scopes=all_scopes)
+        except DurableRecallError:
+            raise
+        except Exception as error:  # an embedder's failure (network, quota, ...) must not fail the search
+            notes.append(_answer.semantic_failed(error))
+            return None
 
     async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
         """Answer one tool call; every expected outcome is a string, never an exception."""
@@ -114,6 +154,10 @@ class SearchEngine:
         ranker = self._ranker
         async with self._lock:
             await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+            notes: list[str] = []
+            similarity = None
+            if terms:
+                similarity = await self._similarity(query, conversation_id, all_scopes=all_scopes, notes=notes)
             # Relevance order needs only the best few ranked exactly: start from `max_matches` and
             # widen while the windows of the hits chosen hide so many that more must be looked at.
             ask = Ask(
@@ -124,6 +168,8 @@ class SearchEngine:
                 all_scopes=all_scopes,
                 run_id=request.run_id,
                 limit=self.max_matches if request.order == 'relevance' else None,
+                similarity=similarity,
+                weight=self.hybrid_weight,
             )
             while True:
                 ranked = await ranker.rank(ask)
@@ -143,16 +189,16 @@ class SearchEngine:
             elif not ranked.candidates:
                 fixed = _answer.no_matches(query, ranked.total)
             if fixed is not None:
-                return Outcome(fixed=fixed, unreadable=self._unreadable())
+                return Outcome(fixed=fixed, unreadable=self._unreadable(), notes=notes)
             candidates = ranked.candidates
             if request.order != 'relevance':
                 times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
                 candidates = sorted(candidates, key=lambda found: times[id(found)], reverse=request.order == 'newest')
-            outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity)
+            outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity, notes=notes)
             window = await ranker.windows(self.context_lines)
             chosen = self._distinct(candidates, window)
             outcome = await self._shown(outcome, chosen, [window(found) for found in chosen])
-            return replace(outcome, unreadable=self._unreadable())
+            return replace(outcome, unreadable=self._unreadable(), notes=notes)
 
     def _unreadable(self) -> list[str]:
         return [_answer.unreadable(problem) for problem in self._ranker.unreadable]
@@ -167,7 +213,7 @@ class SearchEngine:
         """
         # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
         notes = [_answer.unreadable(problem) for problem in self._ranker.unreadable]
-        note = _answer.note_for(notes, self.max_result_bytes)
+        note = _answer.note_for(notes, self.max_result_bytes) + ''.join(f'\n\n{text}' for text in outcome.notes)
         max_bytes = self.max_result_bytes - len(note.encode())
         loaded: list[Hit] = []
         blocks: list[str] = []

@@ -26,6 +26,7 @@ class Outcome:
         unreadable: Runs (or snapshots of them) that could not be read, named in the answer.
         blocks: The rendered blocks of `hits` (hits an earlier block already showed have none).
         count: How many blocks the search chose in all (blocks beyond `blocks` were left unread).
+        notes: Other notes the answer ends with (a hybrid search whose embedder failed).
     """
 
     fixed: str | None = None
@@ -37,10 +38,11 @@ class Outcome:
     unreadable: list[str] = field(default_factory=list[str])
     blocks: list[str] = field(default_factory=list[str])
     count: int = 0
+    notes: list[str] = field(default_factory=list[str])
 
     def answer(self, max_result_bytes: int) -> str:
         """The text the model reads, within `max_result_bytes` of UTF-8."""
-        note = _answer.note_for(self.unreadable, max_result_bytes)
+        note = _answer.note_for(self.unreadable, max_result_bytes) + ''.join(f'\n\n{text}' for text in self.notes)
         if self.fixed is not None:
             return _answer.fit(self.fixed + note, max_result_bytes)
         max_bytes = max_result_bytes - len(note.encode())

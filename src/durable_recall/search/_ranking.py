@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from ..base import DurableRecallError, RunRecord
 from ..index import (
     ROLE_NAMES,
-    Bm25Params,
     IndexedRunRow,
     Match,
     Postings,
@@ -39,8 +38,10 @@ from ..index import (
     scope_matches,
     top_scores,
 )
+from ._ask import Ask, Ranked
 from ._corpus import Corpus
 from ._damage import DAMAGE, note_damage, recount, size_of, time_at, times_of
+from ._fusion import fuse
 from ._hits import Candidate, Doc, Hit, Line
 from ._reads import Reader, summary_positions
 from ._request import Filters
@@ -82,46 +83,6 @@ class _Moved(Exception):
     """The scope's index changed while a search read it: read it again."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Ask:
-    """What one ranking asks for.
-
-    Attributes:
-        terms: The query's distinct terms.
-        params: BM25 parameters.
-        filters: Roles and times the candidates must have (statistics still cover the scope).
-        conversation_id: The scope's conversation (ignored with `all_scopes`).
-        all_scopes: The whole store.
-        run_id: Rank one run's whole record instead.
-        limit: Only the best this many candidates (`None`: all).
-    """
-
-    terms: Sequence[str]
-    params: Bm25Params
-    filters: Filters
-    conversation_id: str | None
-    all_scopes: bool
-    run_id: str | None = None
-    limit: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ranked:
-    """The scored matches of one search, before windows and excerpts.
-
-    Attributes:
-        total: Documents searched.
-        candidates: Best first (ties in corpus order).
-        rarity: Each query term's idf.
-        known_run: For a `run_id` search, whether the scope holds the run.
-    """
-
-    total: int
-    candidates: list[Candidate]
-    rarity: Mapping[str, float]
-    known_run: bool = True
-
-
 class Ranker:
     """Ranks a corpus's documents, keeping decoded postings and run rows per scope generation."""
 
@@ -143,6 +104,11 @@ class Ranker:
         """Searches begun (`refresh` calls): the first keeps common words to Python (see `_terms`)."""
         self._across: str | None = None
         """The conversation whose record windows walk, for the last `rank` (`None`: windows stay in their run)."""
+
+    @property
+    def corpus(self) -> Corpus:
+        """The corpus ranked."""
+        return self._corpus
 
     @property
     def unreadable(self) -> list[Unreadable]:
@@ -238,10 +204,16 @@ class Ranker:
             term_idf = idf(total, df)
             rarity[term] = term_idf
             scored_terms.append((term, term_idf, matches))
-        # Pruning needs the best `limit` to be the answer's; filters decide that only afterwards.
-        scores = top_scores(scored_terms, length / total, params, None if filters.active else limit)
+        # Pruning needs the best `limit` to be the answer's; filters and fusion decide that only afterwards.
+        near = ask.similarity
+        scores = top_scores(scored_terms, length / total, params, None if filters.active or near is not None else limit)
+        if near is not None and only is not None:
+            near = {key: value for key, value in near.items() if key >> 32 == only.row.run_key}
         if filters.active:
             scores = await self._filtered(scope, scores, filters)
+            near = None if near is None else await self._filtered(scope, near, filters)
+        if near is not None:
+            scores = fuse(scores, near, weight=ask.weight)
         best = await self._best(scope, scores, limit)
         candidates = [
             Candidate(run.row.run_id, run.row.run_key, 0 if only else run.row.first, run.size, key & _POSITION, score)
@@ -374,7 +346,7 @@ class Ranker:
         [messages] = await self._reader.messages(asked, [summary_positions(run.row)])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
-    async def _filtered(self, scope: _Scope, scores: dict[int, float], filters: Filters) -> dict[int, float]:
+    async def _filtered(self, scope: _Scope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:
         runs = await self._runs(scope, {key >> 32 for key in scores})
         roles = {key: decode_ints(run.row.roles) for key, run in runs.items()}
         times = {key: decode_floats(run.row.times) for key, run in runs.items()}

@@ -68,6 +68,12 @@ Version 8 rebuilds the index (`INDEX_VERSION` 5): the record now keeps each comp
 run's snapshots carried once, as a message of its own with the role `summary` (a new role code,
 appended), and the fold state remembers the summaries of the last snapshot.
 
+Version 9 adds `dr_vectors`, the message vectors of hybrid ranking (`ConversationSearch(ranking=
+'hybrid')`; see `durable_recall.index._vectors`): a row per run and embedding model, with each
+searchable position's float32 vector and a hash of the text it was computed from. It starts empty:
+the first hybrid search of a scope computes the vectors of what is already indexed (backfill), and
+BM25-only deployments never write it. The index itself is unchanged.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

@@ -178,4 +178,17 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         *POSTGRES_INDEX_RESET,
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
     ),
+    (
+        # Version 9: message vectors for hybrid ranking, one row per run and embedding model
+        # (`durable_recall.index.VectorRow`).
+        'CREATE TABLE IF NOT EXISTS {vectors} ('
+        ' run_id TEXT COLLATE "C" NOT NULL,'
+        ' model TEXT COLLATE "C" NOT NULL,'
+        ' seen BIGINT NOT NULL,'
+        ' dim INTEGER NOT NULL,'
+        ' hashes BYTEA NOT NULL,'
+        ' vectors BYTEA NOT NULL,'
+        ' PRIMARY KEY (run_id, model)'
+        ')',
+    ),
 )

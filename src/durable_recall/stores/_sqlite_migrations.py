@@ -182,4 +182,18 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         *SQLITE_INDEX_RESET,
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
     ),
+    (
+        # Version 9: message vectors for hybrid ranking, one row per run and embedding model
+        # (`durable_recall.index.VectorRow`); a rowid table, since a row's blobs can be kilobytes.
+        # IF NOT EXISTS: a database a test set back to an older version keeps its table.
+        'CREATE TABLE IF NOT EXISTS dr_vectors ('
+        ' run_id TEXT NOT NULL,'
+        ' model TEXT NOT NULL,'
+        ' seen INTEGER NOT NULL,'
+        ' dim INTEGER NOT NULL,'
+        ' hashes BLOB NOT NULL,'
+        ' vectors BLOB NOT NULL'
+        ')',
+        'CREATE UNIQUE INDEX IF NOT EXISTS dr_vectors_by_run ON dr_vectors (run_id, model)',
+    ),
 )

@@ -20,6 +20,7 @@ from ...base import (
     format_timestamp,
     load_messages,
 )
+from ...index import MemoryVectors
 from .._batch_write import chain_gap, unregistered_run
 from .._chain import Inherited, LogRange, plan_delta, snapshot_seqs
 from ._index import MemoryIndex
@@ -64,6 +65,7 @@ class InMemoryStepStore:
         self._runs: dict[str, _Run] = {}
         self._lock = anyio.Lock()
         self._index = MemoryIndex(self._run_order)
+        self._vectors = MemoryVectors()
 
     def __repr__(self) -> str:
         return f'InMemoryStepStore(runs={len(self._runs)})'
@@ -178,6 +180,7 @@ class InMemoryStepStore:
             for run_id in doomed:
                 del self._runs[run_id]
             self._index.forget(conversation_id, doomed)
+            self._vectors.forget(doomed)
             return len(doomed)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
@@ -201,6 +204,10 @@ class InMemoryStepStore:
 
     def index_storage(self) -> MemoryIndex:
         return self._index
+
+    def vector_storage(self) -> MemoryVectors:
+        """Message vectors for hybrid ranking, in this process."""
+        return self._vectors
 
     async def aclose(self) -> None:
         return None

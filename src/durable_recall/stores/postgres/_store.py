@@ -16,6 +16,7 @@ from .._snapshot_rows import check_consecutive, decode_log, decode_ranges, decod
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
+from ._vectors import PostgresVectors
 from ._writes import write_batch
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class PostgresStepStore:
         self._sql = self._db.sql
         self._transaction = self._db.transaction
         self._index = PostgresIndex(self._db)
+        self._vectors = PostgresVectors(self._db)
 
     def __repr__(self) -> str:
         return f'PostgresStepStore({self._db.describe()})'
@@ -224,6 +226,7 @@ class PostgresStepStore:
             )
             run_ids = [row[0] for row in await cur.fetchall()]
             if run_ids:
+                await cur.execute(self._sql('DELETE FROM {vectors} WHERE run_id = ANY(%s)'), (run_ids,))
                 await cur.execute(self._sql('DELETE FROM {messages} WHERE run_id = ANY(%s)'), (run_ids,))
                 await cur.execute(self._sql('DELETE FROM {message_refs} WHERE run_id = ANY(%s)'), (run_ids,))
                 await cur.execute(self._sql('DELETE FROM {snapshots} WHERE run_id = ANY(%s)'), (run_ids,))
@@ -252,6 +255,10 @@ class PostgresStepStore:
 
     def index_storage(self) -> PostgresIndex:
         return self._index
+
+    def vector_storage(self) -> PostgresVectors:
+        """Message vectors for hybrid ranking, in `{vectors}` beside the index."""
+        return self._vectors
 
     async def aclose(self) -> None:
         """Close the store's own pool (a caller-owned pool stays open); later use opens a new one."""

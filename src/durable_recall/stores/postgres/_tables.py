@@ -26,6 +26,7 @@ TABLES: tuple[str, ...] = (
     'index_terms',
     'index_postings',
     'index_hashes',
+    'vectors',
 )
 """The step store's tables' placeholder names in query templates; each table is `dr_<name>`."""
 

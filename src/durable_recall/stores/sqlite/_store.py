@@ -27,6 +27,7 @@ from .._snapshot_rows import SnapshotRow, decode_log, decode_ranges, decode_snap
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
 from ._index import SqliteIndex
+from ._vectors import SqliteVectors
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -62,6 +63,7 @@ class SqliteStepStore:
         self._path = os.fspath(database)
         self._db = SqliteConnection(self._path, busy_timeout)
         self._index = SqliteIndex(self._db)
+        self._vectors = SqliteVectors(self._db)
 
     def __repr__(self) -> str:
         return f'SqliteStepStore({self._path!r})'
@@ -186,6 +188,10 @@ class SqliteStepStore:
 
     def index_storage(self) -> SqliteIndex:
         return self._index
+
+    def vector_storage(self) -> SqliteVectors:
+        """Message vectors for hybrid ranking, in `dr_vectors` of the same file."""
+        return self._vectors
 
     async def aclose(self) -> None:
         """Close the connection; a later call on the store opens a new one."""

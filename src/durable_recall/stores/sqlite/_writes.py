@@ -19,6 +19,7 @@ from .._snapshot_rows import decode_ranges
 from ._connection import transaction
 from ._index import forget_conversation, mark_pending
 from ._reads import RUN_COLUMNS, SNAPSHOT_COLUMNS, owned_entries
+from ._vectors import forget_vectors
 
 __all__ = ('delete_conversation', 'register_run', 'write_batch')
 
@@ -65,6 +66,7 @@ def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
     runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
     with transaction(conn, 'BEGIN IMMEDIATE'):
         forget_conversation(conn, conversation_id)
+        forget_vectors(conn, conversation_id)
         conn.execute(f'DELETE FROM dr_messages WHERE run_id IN ({runs})', (conversation_id,))
         conn.execute(f'DELETE FROM dr_message_refs WHERE run_id IN ({runs})', (conversation_id,))
         conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))

