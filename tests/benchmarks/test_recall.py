@@ -10,6 +10,7 @@ from benchmarks._recall import measure_recall, score_answer
 from benchmarks._recall_data import generate_recall_chat
 
 from durable_recall.text import tokenize
+from tests.hybrid._kit import HAS_SEMANTIC
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +44,8 @@ def test_score_counts_blocks() -> None:
 
 
 async def test_tiny_run(tmp_path: Path) -> None:
-    args = argparse.Namespace(size='tiny', no_reference=True)
+    args = argparse.Namespace(size='tiny', no_reference=True, no_hybrid=not HAS_SEMANTIC, postgres=None)
     report = await measure_recall(args, tmp_path)
     assert '| ours, english (default) |' in report
+    assert ('| ours, hybrid (local default) |' in report) == HAS_SEMANTIC
     assert 'seed held-out' in report
