@@ -300,10 +300,10 @@ def describe(report: Report) -> str:
 MISSED_BECAUSE = {
     'search p50, warm': 'common words are scored with numpy now, but the first search to meet one inflates all of '
     'its chunks (~10 us each, hundreds for a word in a fifth of the messages); then the answer reads back, decodes '
-    'and renders the windows it shows (~40 messages, ~60 us each: pydantic validation ~30 us for a tool message, '
-    'inflate, render)',
+    'and renders the windows it shows (~35 messages, ~45 us each: pydantic validation ~20 us, inflate ~10 us, '
+    'render ~10 us; plus a worker-thread hop per read)',
     'search p50, cold process': 'besides the postings, the first search of a process reads back, decodes and renders '
-    'the messages its answer shows (~40 messages at ~60 us each, more on a first call), and pays a worker thread '
+    'the messages its answer shows (~35 messages at ~45 us each, more on a first call), and pays a worker thread '
     'and each statement the first time; on Postgres it also opens the connection pool, and every read is a '
     'network round trip',
     'ingest': 'catching a run up folds each of its step snapshots (a compaction window each; an inherited window is '
