@@ -1,4 +1,4 @@
-"""Schema version 9 to 10: the run table drops `dr_runs_by_started` and narrows `dr_runs_by_parent`.
+"""Schema version 9 to 10: run indexes that cost more than they saved are dropped or narrowed.
 
 A version-9 database is what this release writes with the run table's indexes set back to what
 version 9 created. Opened by this release, it must list the same runs in the same order, find a
@@ -22,10 +22,22 @@ pytestmark = pytest.mark.anyio
 
 _V9_INDEXES = (
     'DROP INDEX IF EXISTS {by_parent}',
+    'DROP INDEX IF EXISTS {by_scope}',
     'CREATE INDEX dr_runs_by_started ON {runs} (started_at, run_id)',
     'CREATE INDEX dr_runs_by_parent ON {runs} (parent_run_id, started_at, run_id)',
+    'CREATE INDEX dr_index_runs_by_scope ON {index_runs} (scope_key, started_at, run_id)',
 )
-"""What version 9 had on the run table, in place of version 10's partial index."""
+"""What version 9 had on the run tables, in place of version 10's narrower indexes."""
+
+
+def _names(schema: str) -> dict[str, str]:
+    return {
+        'by_parent': f'{schema}dr_runs_by_parent',
+        'by_scope': f'{schema}dr_index_runs_by_scope',
+        'runs': f'{schema}dr_runs',
+        'index_runs': f'{schema}dr_index_runs',
+    }
+
 
 _RUNS = [('a', None, 'c1'), ('b', 'a', 'c1'), ('c', None, 'c2'), ('d', 'a', 'c2'), ('e', 'c', 'c2')]
 
@@ -56,7 +68,7 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn, conn:
         for statement in _V9_INDEXES:
-            conn.execute(statement.format(by_parent='dr_runs_by_parent', runs='dr_runs'))
+            conn.execute(statement.format(**_names('')))
         conn.execute("UPDATE dr_meta SET value = '9' WHERE key = 'schema_version'")
     store = SqliteStepStore(path)
     try:
@@ -69,6 +81,8 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
         found = dict(indexes.fetchall())
         assert sorted(found) == ['dr_runs_by_conversation', 'dr_runs_by_parent']
         assert found['dr_runs_by_parent'].endswith('WHERE parent_run_id IS NOT NULL')
+        indexes = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'dr_index_runs_by_scope'")
+        assert indexes.fetchall() == [('CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',)]
         plan = conn.execute("EXPLAIN QUERY PLAN SELECT * FROM dr_runs WHERE parent_run_id = 'a'").fetchall()
         assert 'dr_runs_by_parent' in plan[0][3]  # the partial index serves the lookup
     assert SCHEMA_VERSION == 10
@@ -88,7 +102,7 @@ async def test_a_version_9_postgres_schema_loses_the_unused_run_indexes(
     name = f'"{postgres_schema}"'
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         for statement in _V9_INDEXES:
-            await conn.execute(statement.format(by_parent=f'{name}.dr_runs_by_parent', runs=f'{name}.dr_runs').encode())
+            await conn.execute(statement.format(**_names(f'{name}.')).encode())
         await conn.execute(f"UPDATE {name}.dr_meta SET value = '9' WHERE key = 'schema_version'".encode())
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
     try:
@@ -105,3 +119,9 @@ async def test_a_version_9_postgres_schema_loses_the_unused_run_indexes(
         found = dict(await cur.fetchall())
         assert sorted(found) == ['dr_runs_by_conversation', 'dr_runs_by_parent', 'dr_runs_pkey']
         assert found['dr_runs_by_parent'].endswith('WHERE (parent_run_id IS NOT NULL)')
+        cur = await conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'dr_index_runs_by_scope'",
+            (postgres_schema,),
+        )
+        [(definition,)] = await cur.fetchall()
+        assert definition.endswith('USING btree (scope_key)')

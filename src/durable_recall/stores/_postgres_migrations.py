@@ -197,5 +197,7 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP INDEX IF EXISTS {runs_by_started}',
         'DROP INDEX IF EXISTS {runs_by_parent}',
         'CREATE INDEX dr_runs_by_parent ON {runs} (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+        'DROP INDEX IF EXISTS {index_runs_by_scope}',
+        'CREATE INDEX dr_index_runs_by_scope ON {index_runs} (scope_key)',
     ),
 )

@@ -202,5 +202,8 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP INDEX IF EXISTS dr_runs_by_started',
         'DROP INDEX IF EXISTS dr_runs_by_parent',
         'CREATE INDEX dr_runs_by_parent ON dr_runs (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+        # A scope's indexed runs are read whole, then sorted: the scope key alone finds them.
+        'DROP INDEX IF EXISTS dr_index_runs_by_scope',
+        'CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',
     ),
 )
