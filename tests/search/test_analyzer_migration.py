@@ -71,7 +71,7 @@ async def test_a_version_6_sqlite_index_is_rebuilt(tmp_path: Path, plain_analyze
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
         meta = dict(conn.execute('SELECT key, value FROM dr_meta').fetchall())
-    assert meta['schema_version'] == '9'
+    assert meta['schema_version'] == '10'
     assert meta['index_analyzer'] == ANALYZER_NAME
 
 
@@ -101,5 +101,5 @@ async def test_a_version_6_postgres_index_is_rebuilt(
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f'SELECT key, value FROM {meta}'.encode())
         found = dict(await cur.fetchall())
-    assert found['schema_version'] == '9'
+    assert found['schema_version'] == '10'
     assert found['index_analyzer'] == ANALYZER_NAME

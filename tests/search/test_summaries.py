@@ -120,4 +120,4 @@ async def test_a_version_7_index_is_rebuilt_with_its_summaries(tmp_path: Path) -
     finally:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('9',)]
+        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('10',)]

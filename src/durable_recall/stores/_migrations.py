@@ -74,6 +74,16 @@ searchable position's float32 vector and a hash of the text it was computed from
 the first hybrid search of a scope computes the vectors of what is already indexed (backfill), and
 BM25-only deployments never write it. The index itself is unchanged.
 
+Version 10 drops run-table indexes that cost more than they saved (on a chat app's workload, a run
+a message exchange, the run table's three indexes took more than the table): `dr_runs_by_started`
+served only `list_runs()` without a filter, which returns every run and now sorts them itself
+(SQLite with a temporary B-tree, Postgres with a sort), and `dr_runs_by_parent` becomes a partial
+index over the runs that have a parent, which every `parent_run_id = ?` lookup implies, instead of
+an entry per run, nearly all `NULL`. `dr_runs_by_conversation` stays: a conversation's runs, in
+order, are what search and deletion read. The index's `dr_index_runs_by_scope` keeps only the scope
+key: a scope's indexed runs are read whole when a reader opens (`IndexStorage.scope_runs`), and
+sorting them costs less than an index entry repeating each run's start time and id.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

@@ -191,4 +191,13 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' PRIMARY KEY (run_id, model)'
         ')',
     ),
+    (
+        # Version 10: the run table keeps only the indexes a query uses with profit (see the SQLite
+        # list). The old indexes are named through placeholders, which qualify them with the schema.
+        'DROP INDEX IF EXISTS {runs_by_started}',
+        'DROP INDEX IF EXISTS {runs_by_parent}',
+        'CREATE INDEX dr_runs_by_parent ON {runs} (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+        'DROP INDEX IF EXISTS {index_runs_by_scope}',
+        'CREATE INDEX dr_index_runs_by_scope ON {index_runs} (scope_key)',
+    ),
 )

@@ -196,4 +196,14 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ')',
         'CREATE UNIQUE INDEX IF NOT EXISTS dr_vectors_by_run ON dr_vectors (run_id, model)',
     ),
+    (
+        # Version 10: the run table keeps only the indexes a query uses with profit: listing every
+        # run sorts what it returns anyway, and a parent's children are the runs with a parent.
+        'DROP INDEX IF EXISTS dr_runs_by_started',
+        'DROP INDEX IF EXISTS dr_runs_by_parent',
+        'CREATE INDEX dr_runs_by_parent ON dr_runs (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+        # A scope's indexed runs are read whole, then sorted: the scope key alone finds them.
+        'DROP INDEX IF EXISTS dr_index_runs_by_scope',
+        'CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',
+    ),
 )

@@ -27,8 +27,14 @@ TABLES: tuple[str, ...] = (
     'index_postings',
     'index_hashes',
     'vectors',
+    'runs_by_started',
+    'runs_by_parent',
+    'index_runs_by_scope',
 )
-"""The step store's tables' placeholder names in query templates; each table is `dr_<name>`."""
+"""The step store's tables' placeholder names in query templates; each table is `dr_<name>`.
+
+The last three name indexes a migration drops (version 10): `DROP INDEX` takes the index's schema,
+which a placeholder supplies as it does a table's."""
 
 
 @dataclass(frozen=True)
