@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from durable_recall.index import PostingsRow
@@ -95,6 +95,8 @@ def test_merged_chunks_are_one_sorted_chunk_whatever_their_ranges(
         assert merged(list(reversed(decoded))).entries() == wanted
 
 
+# The first example may pay numpy's import: the deadline would time that, not the decode.
+@settings(deadline=None)
 @given(postings=runs, pieces=st.integers(1, 5), tail=st.booleans())
 def test_columns_decode_what_merged_chunks_hold(
     postings: dict[int, dict[int, tuple[int, int]]], pieces: int, tail: bool
