@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
+
+from .._vocabulary import RANKINGS, Ranking
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder
 
 __all__ = ('LOCAL_MODEL_NAME', 'RANKINGS', 'Ranking', 'check_ranking', 'local_embedder')
-
-Ranking = Literal['bm25', 'hybrid']
-"""How a search ranks: BM25 alone, or BM25 fused with embedding similarity."""
-
-RANKINGS: tuple[Ranking, ...] = ('bm25', 'hybrid')
 
 LOCAL_MODEL_NAME = 'sentence-transformers/all-MiniLM-L6-v2'
 """The local default's model name, under which its vectors are stored."""
