@@ -1,4 +1,4 @@
-"""The local default's torch threads: one by default, `DURABLE_RECALL_LOCAL_THREADS` to change it, set per encode.
+"""The local default's torch threads: one for a query, torch's for a batch, `DURABLE_RECALL_LOCAL_THREADS` for both.
 
 What the model really ran with is read inside its forward pass (a torch module hook), in a fresh
 process per setting, since the model and its setting load once per process.
@@ -24,16 +24,22 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from durable_recall.search._embedding import local_embedder
 
 default = torch.get_num_threads()
-seen = set()
-register_module_forward_pre_hook(lambda module, args: seen.add(torch.get_num_threads()))
+seen = {'query': set(), 'batch': set()}
+phase = 'query'
+register_module_forward_pre_hook(lambda module, args: seen[phase].add(torch.get_num_threads()))
 
 async def main():
+    global phase
     found = await local_embedder()
     await found.embed_query('where does the ledger export live')
+    phase = 'batch'
     await found.embed_documents(['the export lives in a bucket', 'thanks, noted'])
 
 asyncio.run(main())
-print(json.dumps({'default': default, 'seen': sorted(seen), 'after': torch.get_num_threads()}))
+print(json.dumps({
+    'default': default, 'query': sorted(seen['query']), 'batch': sorted(seen['batch']),
+    'after': torch.get_num_threads(),
+}))
 """
 
 
@@ -49,14 +55,19 @@ def probe(setting: str | None) -> dict[str, object]:
 
 
 @needs_semantic
-@pytest.mark.parametrize(('setting', 'expected'), [(None, 1), ('3', 3), ('torch', 'default')])
+@pytest.mark.parametrize(
+    ('setting', 'query', 'batch'), [(None, 1, 'default'), ('3', 3, 3), ('torch', 'default', 'default')]
+)
 def test_the_local_default_encodes_with_the_threads_asked_and_leaves_the_process_alone(
-    setting: str | None, expected: object
+    setting: str | None, query: object, batch: object
 ) -> None:
     found = probe(setting)
-    want = found['default'] if expected == 'default' else expected
-    assert found['seen'] == [want]
-    assert found['after'] == found['default'], "the process's own torch setting must not change"
+    default = found['default']
+    assert (found['query'], found['batch']) == (
+        [default if query == 'default' else query],
+        [default if batch == 'default' else batch],
+    )
+    assert found['after'] == default, "the process's own torch setting must not change"
 
 
 def source() -> SnapshotHistorySource:
