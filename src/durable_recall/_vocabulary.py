@@ -1,4 +1,4 @@
-"""The words the tool, the index and the command line share: the tool's name, roles, orders.
+"""The words the tool, the index and the command line share: the tool's name, roles, orders, rankings.
 
 Below every layer and importing nothing, so that the command line can build its parser (and
 answer `--help` at once) without loading the library, while each value is still defined once.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias, get_args
 
-__all__ = ('ORDERS', 'ROLES', 'SEARCH_TOOL_NAME', 'Order', 'Role')
+__all__ = ('DEFAULT_HYBRID_WEIGHT', 'ORDERS', 'RANKINGS', 'ROLES', 'SEARCH_TOOL_NAME', 'Order', 'Ranking', 'Role')
 
 SEARCH_TOOL_NAME = 'search_conversation_history'
 """The name the search tool registers under: compatibility data (histories and markers carry it)."""
@@ -25,3 +25,12 @@ Order: TypeAlias = Literal['relevance', 'newest', 'oldest']
 
 ORDERS: tuple[Order, ...] = get_args(Order)
 """Every order, as the tool and the command line offer them."""
+
+Ranking: TypeAlias = Literal['bm25', 'hybrid']
+"""How a search ranks: BM25 alone, or BM25 fused with embedding similarity."""
+
+RANKINGS: tuple[Ranking, ...] = get_args(Ranking)
+"""Every ranking, as `ConversationSearch` and the command line offer them."""
+
+DEFAULT_HYBRID_WEIGHT = 0.5
+"""The similarity side's share in hybrid fusion by default (why 0.5: `search._fusion`)."""

@@ -14,11 +14,13 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
-from typing import get_args
+from typing import get_args, get_type_hints
 
 import pytest
 
+from durable_recall import ConversationSearch
 from durable_recall.cli import _parser, _script, main
 from durable_recall.search import ORDERS
 from durable_recall.text import ROLES, SEARCH_TOOL_NAME
@@ -66,6 +68,7 @@ def loaded_modules(argv: list[str]) -> set[str]:
         ['frobnicate'],
         ['search', '--store', 'x.db', '--all', 'q', '--max-matches', 'many'],
         ['demo', '--engine', 'celery'],
+        ['search', '--store', 'x.db', '--all', 'q', '--ranking', 'hybrid', '--hybrid-weight', '2'],
     ],
     ids=repr,
 )
@@ -149,6 +152,10 @@ class TestValuesTheParserShares:
         choices = {action.dest: action.choices for action in search._actions}
         assert tuple(choices['role']) == ROLES
         assert tuple(choices['order']) == ORDERS
+        assert tuple(choices['ranking']) == get_args(get_type_hints(ConversationSearch)['ranking'])
+        help_text = search.format_help()
+        weight = {field.name: field.default for field in fields(ConversationSearch)}['hybrid_weight']
+        assert f'(default: {weight:g})' in ' '.join(help_text.split())
         assert SEARCH_TOOL_NAME in search.description
 
     def test_engines_are_the_engine_names(self) -> None:

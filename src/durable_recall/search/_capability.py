@@ -79,7 +79,9 @@ class ConversationSearch(AbstractCapability[Any]):
             search operation, and stored beside the index under the model's name.
         embedder: Hybrid ranking's pydantic-ai `Embedder` (any provider it supports). Leaving it
             unset uses the local default, all-MiniLM-L6-v2 on CPU from `durable-recall[semantic]`
-            (no network, no API key). Only with `ranking='hybrid'`.
+            (no network, no API key); it embeds a query with one torch thread and batches with
+            torch's own setting unless the environment variable `DURABLE_RECALL_LOCAL_THREADS`
+            sets both (a count, or `torch`). Only with `ranking='hybrid'`.
         hybrid_weight: The similarity side's share when scores are fused (0 to 1; BM25 has the rest).
         id: The capability id; capabilities with one id are combined (see `combine`).
     """

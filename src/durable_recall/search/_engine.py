@@ -21,7 +21,7 @@ from ..history import HistorySource
 from ..index import Bm25Params, MemoryVectors, Progress, VectorStorage
 from . import _answer
 from ._corpus import Corpus, StoreCorpus
-from ._embedding import Ranking, local_embedder
+from ._embedding import Ranking, check_ranking, local_embedder
 from ._fusion import DEFAULT_WEIGHT
 from ._hits import Candidate, Doc, Hit
 from ._outcome import Outcome
@@ -85,6 +85,9 @@ class SearchEngine:
         ranking: `'bm25'`, or `'hybrid'`: BM25 fused with embedding similarity (`_fusion`).
         embedder: Hybrid ranking's embedder (`None`: the local default, `_embedding`).
         hybrid_weight: The similarity side's share in fusion.
+
+    Raises:
+        ValueError, TypeError, ImportError: A ranking configuration that cannot work (`check_ranking`).
     """
 
     source: HistorySource
@@ -101,6 +104,8 @@ class SearchEngine:
     _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     def __post_init__(self) -> None:
+        # Configuration errors at construction (the command line builds engines directly).
+        check_ranking(self.ranking, self.embedder, self.hybrid_weight)
         self._ranker = Ranker(corpus_for(self.source))
         warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping
 
+from .._vocabulary import DEFAULT_HYBRID_WEIGHT
+
 __all__ = ('DEFAULT_WEIGHT', 'SEMANTIC_DEPTH', 'fuse')
 
-DEFAULT_WEIGHT = 0.5
+DEFAULT_WEIGHT = DEFAULT_HYBRID_WEIGHT
 """The similarity side's weight by default.
 
 On the recall benchmark's development seed, recall@10 was 0.857 at 0 (BM25 alone), 0.940 at 0.2
