@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 
 try:
-    from .cli import main
+    from .cli import exit_with, main
 
     status = main()
 except KeyboardInterrupt:
     sys.stderr.write('durable-recall: interrupted\n')
-    status = 130
-raise SystemExit(status)
+    raise SystemExit(130) from None
+exit_with(status)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from . import main
+from . import exit_with, main
 
-raise SystemExit(main())
+exit_with(main())

@@ -12,14 +12,15 @@ line has parsed: `--help`, `--version` and a mistyped command line stay quick.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from ._errors import EXIT_ERROR, CliError, one_line
 from ._parser import PROG, build_parser
 
-__all__ = ('main',)
+__all__ = ('exit_with', 'main', 'run')
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,6 +49,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = f'unexpected {type(error).__name__}: {error} (set DURABLE_RECALL_DEBUG=1 for the traceback)'
         return _fail(err, message, EXIT_ERROR)
+
+
+def run() -> NoReturn:
+    """The console script: run `sys.argv[1:]` and exit with its status (see `exit_with`)."""
+    exit_with(main())
+
+
+def exit_with(status: int) -> NoReturn:
+    """End the process with a finished command's `status`.
+
+    Once `main` has returned the command is over: a Ctrl-C landing in the interpreter's teardown
+    has nothing left to stop, and would otherwise end a command that succeeded (its output
+    written) as a kill by signal, with no line on stderr. So the interrupt is ignored from here on.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise SystemExit(status)
 
 
 _EXTRAS = {'psycopg': 'postgres', 'psycopg_pool': 'postgres', 'temporalio': 'temporal', 'dbos': 'dbos'}
