@@ -20,6 +20,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from workflows.conversation import STORE_VARIABLE, TURNS
 from workflows.temporal import ADDRESS_VARIABLE, TASK_QUEUE, WORKFLOW_NAME, ConversationInput
@@ -44,7 +46,7 @@ async def test_the_postgres_worker_exits_0_at_every_stop(
     handles = [
         await client.start_workflow(
             WORKFLOW_NAME,
-            ConversationInput(conversation_id=f'stops-{uuid.uuid4().hex[:8]}', turns=list(TURNS) * 4),
+            ConversationInput(conversation_id=f'stops-{uuid.uuid4().hex[:8]}', turns=list(TURNS) * 12),
             id=f'conversation-stops-{uuid.uuid4().hex[:8]}',
             task_queue=TASK_QUEUE,
         )
@@ -66,11 +68,17 @@ async def test_the_postgres_worker_exits_0_at_every_stop(
                 banner = await anyio.to_thread.run_sync(process.stdout.readline)
             assert banner.startswith('worker: task queue'), banner
             await anyio.sleep(0.3 + 0.4 * stop)  # a different moment of the conversations each time
+            running = [(await handle.describe()).status == WorkflowExecutionStatus.RUNNING for handle in handles]
+            assert any(running), f'stop {stop}: no conversation is in flight any more (make them longer)'
             process.send_signal(signal.SIGINT if stop % 2 else signal.SIGTERM)
             out, err = await anyio.to_thread.run_sync(partial(process.communicate, timeout=30))
             outcomes.append((process.returncode, err))
             assert out.rstrip().endswith('worker: stopped'), (stop, out, err)
     finally:
         for handle in handles:
-            await handle.terminate('test over')
+            try:
+                await handle.terminate('test over')
+            except RPCError as error:  # it completed meanwhile: nothing to terminate
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
     assert [code for code, _ in outcomes] == [0] * STOPS, outcomes
