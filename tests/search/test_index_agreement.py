@@ -219,17 +219,17 @@ async def test_a_batch_that_loses_a_race_catches_its_runs_up_one_by_one(store: S
 
 async def test_numpy_columns_answer_as_the_python_scorer(store: StepStore, monkeypatch: pytest.MonkeyPatch) -> None:
     # A common term's postings are decoded into numpy columns and scored with array arithmetic
-    # (`index._columns`, `index._vector`) from `MIN_ROWS` rows on, a size these histories never
+    # (`index._columns`, `index._array_scoring`) from `MIN_ROWS` rows on, a size these histories never
     # reach: with the bar at one row, every term takes that path, and every answer must be the
     # Python scorer's, character for character (scores, ties, filters, orders, one run's record).
-    from durable_recall.index import _columns, _scoring, _vector
+    from durable_recall.index import _array_scoring, _columns, _scoring
 
     first = generate_conversation(71, 240, conversation_id='c-columns')
     await write_conversation(store, first, window=12)
     await write_conversation(store, generate_conversation(72, 120, conversation_id='c-beside'), window=12)
     asks = requests(make_queries(first, 10, 71), first.runs[3].run_id)
     ctx = context(conversation_id='c-columns')
-    vectorised = _vector.vector_top_scores
+    vectorised = _array_scoring.vector_top_scores
     calls: list[int] = []
 
     def counted(*args: Any) -> Any:

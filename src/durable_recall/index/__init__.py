@@ -7,7 +7,7 @@
 * `_reader`: what catch-up reads from a store (`SnapshotReader`);
 * `_catch_up`: folding new snapshots and turning what changed into commits (`Indexer`,
   `update_index`);
-* `_bm25`, `_scoring`: BM25 top-k from postings; `_columns`, `_vector`: the same for common terms, with numpy;
+* `_bm25`, `_scoring`: BM25 top-k from postings; `_columns`, `_array_scoring`: the same for common terms, with numpy;
 * `_vectors`: message vectors for hybrid ranking (`VectorStorage`, `VectorRow`).
 """
 

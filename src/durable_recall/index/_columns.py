@@ -5,9 +5,9 @@ A word found in tens of thousands of messages has hundreds of sealed chunks. Dec
 top of DEFLATE; then every posting's BM25 share was added up in Python. Here the chunks'
 inflated columns are joined and read as arrays at once: keys (`run_key << 32 | position`,
 uint64), term frequencies and lengths (float64, exact for every count an index holds), sorted by
-key, which `_vector` scores with array arithmetic.
+key, which `_array_scoring` scores with array arithmetic.
 
-numpy is imported only here and in `_vector`, inside the functions, and only for terms of at
+numpy is imported only here and in `_array_scoring`, inside the functions, and only for terms of at
 least `MIN_ROWS` rows: a small store's search (and a process that never meets a common word,
 such as a command line that lists runs) never pays its import (0.1 to 0.3 s).
 """
@@ -42,7 +42,7 @@ _KEY_MAX = 2**64 - 1
 
 
 class Columns:
-    """A term's postings as aligned arrays sorted by document key: what `_vector` scores.
+    """A term's postings as aligned arrays sorted by document key: what `_array_scoring` scores.
 
     Attributes:
         keys: Document keys (`run_key << 32 | position`), uint64, increasing.

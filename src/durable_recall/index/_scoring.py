@@ -12,10 +12,10 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 
+from ._array_scoring import MARGIN, vector_top_scores
 from ._bm25 import Bm25Params
 from ._chunks import Chunk
 from ._columns import Columns
-from ._vector import MARGIN, vector_top_scores
 
 __all__ = (
     'Postings',
@@ -152,7 +152,7 @@ def top_scores(
         avgdl: The scope's mean document length.
         params: `k1` and `b`.
         k: How many of the best documents must be exact and present; `None` scores everything.
-        vectorised: Score with numpy (`_vector`); by default when a term's postings are `Columns`
+        vectorised: Score with numpy (`_array_scoring`); by default when a term's postings are `Columns`
             (a common word), whose arrays the Python loop would read one element at a time.
     """
     ordered = sorted(terms, key=lambda item: term_order(item[0], item[1]))
