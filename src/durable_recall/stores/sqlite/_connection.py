@@ -89,6 +89,10 @@ def transaction(conn: sqlite3.Connection, begin: str) -> Generator[None]:
         raise
 
 
+def _same(found: _T) -> _T:
+    return found
+
+
 class SqliteConnection:
     """One connection to the store's file, lent to one worker thread at a time.
 
@@ -127,16 +131,45 @@ class SqliteConnection:
         """
         return await anyio.to_thread.run_sync(lambda: finish(self.locked(query)))
 
+    async def lookup(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
+        """`lookup_read` without a decoding step."""
+        return await self.lookup_read(query, _same)
+
+    async def lookup_read(self, query: Callable[[sqlite3.Connection], _T], finish: Callable[[_T], _R]) -> _R:
+        """Run a point read (`query`, then `finish` on its result) in the caller's thread when it can, else in a worker.
+
+        A search makes a dozen or more reads of a few rows each, looked up by key (the scope's
+        status, a word's postings, the rows of the runs and messages it shows), each done in tens
+        of microseconds; handing each to a worker thread and back costs more than the read (50 to
+        100 us a hop on an idle two-core machine, far more when other processes hold the cores),
+        which made the hops a third of a cold search and a quarter of a warm one. So such a read
+        runs inline when the connection is open, migrated and free: in WAL mode a read never waits
+        for a writer, and `finish` (decoding) is CPU work that holds the GIL in a worker too. When
+        another thread holds the connection, or it still has to be opened or migrated (which can
+        wait on another process's write lock), the read goes to a worker thread as `read` does.
+        Writes and scans never come here.
+        """
+        if self._conn is not None and self._schema_ready and self._lock.acquire(blocking=False):
+            try:
+                found = self._translated(query, self._conn)
+            finally:
+                self._lock.release()
+            return finish(found)
+        return await self.read(query, finish)
+
     def locked(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run `query` in this thread holding the connection, with SQLite's errors translated."""
         with self._lock:
-            try:
-                return query(self._connection())
-            except sqlite3.Error as error:
-                translated = self._translate(error)
-                if translated is None:
-                    raise
-                raise translated from error
+            return self._translated(query, self._connection())
+
+    def _translated(self, query: Callable[[sqlite3.Connection], _T], conn: sqlite3.Connection) -> _T:
+        try:
+            return query(conn)
+        except sqlite3.Error as error:
+            translated = self._translate(error)
+            if translated is None:
+                raise
+            raise translated from error
 
     async def close(self) -> None:
         """Close the connection; the next query opens a new one."""

@@ -1,7 +1,9 @@
 """The SQLite store's half of the search index: `dr_pending` and the `dr_index_*` tables.
 
 Every method is one transaction on the store's connection, run in a worker thread (which also
-turns SQLite errors into the store's errors). Writes take `BEGIN IMMEDIATE`, so a commit and a
+turns SQLite errors into the store's errors), except a search's point reads (the scope's status,
+postings, run rows by key), which run inline when the connection is free
+(`SqliteConnection.lookup`). Writes take `BEGIN IMMEDIATE`, so a commit and a
 save or delete of another process queue on SQLite's write lock; reads take a plain `BEGIN`, so
 their statements see one snapshot of the file. A commit is the index layer's `apply_commits` over
 `SqliteIndexWriter`, run inline in that thread.
@@ -40,6 +42,10 @@ class _Lender(Protocol):
         """Run `query` holding the connection."""
         ...
 
+    async def lookup(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run a point read holding the connection, inline when it is free (`SqliteConnection.lookup`)."""
+        ...
+
 
 class _Renamed:
     """A connection whose statements name the `dr_` tables with another prefix (everything else delegated)."""
@@ -76,12 +82,17 @@ class SqliteIndex:
         """
         if prefix == 'dr_':
             self._run = db.call
+            self._look = db.lookup
         else:
 
             async def run(query: Callable[[sqlite3.Connection], _T]) -> _T:
                 return await db.call(lambda conn: query(cast(sqlite3.Connection, _Renamed(conn, prefix))))
 
+            async def look(query: Callable[[sqlite3.Connection], _T]) -> _T:
+                return await db.lookup(lambda conn: query(cast(sqlite3.Connection, _Renamed(conn, prefix))))
+
             self._run = run
+            self._look = look
 
     def __repr__(self) -> str:
         return 'SqliteIndex()'
@@ -110,7 +121,7 @@ class SqliteIndex:
                     generation=generation, pending=[run_id for (run_id,) in pending], docs=docs, length=length
                 )
 
-        return await self._run(read)
+        return await self._look(read)
 
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
         rows = await self._rows_where('run_id', run_ids)
@@ -131,7 +142,7 @@ class SqliteIndex:
                     rows.extend(indexed_run(*row) for row in found)
             return rows
 
-        return await self._run(read)
+        return await self._look(read)
 
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         columns = 'run_key, run_id, scope_key, seen, first, lengths'
@@ -178,7 +189,7 @@ class SqliteIndex:
                         found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
             return found
 
-        return await self._run(read)
+        return await self._look(read)
 
     async def inherited(self, conversation_id: str, hashes: Sequence[bytes], *, exclude_run_id: str) -> set[bytes]:
         def read(conn: sqlite3.Connection) -> set[bytes]:

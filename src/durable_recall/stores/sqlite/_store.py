@@ -73,13 +73,13 @@ class SqliteStepStore:
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _text_of_runs([run_id]):
-            return await self._db.read(
+            return await self._db.lookup_read(
                 lambda conn: _reads.run_rows(conn, [run_id]), lambda rows: run_record(*rows[0]) if rows else None
             )
 
     async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         with _text_of_runs(run_ids):
-            return await self._db.read(
+            return await self._db.lookup_read(
                 lambda conn: _reads.run_rows(conn, run_ids),
                 lambda rows: {record.run_id: record for record in (run_record(*row) for row in rows)},
             )
@@ -162,7 +162,7 @@ class SqliteStepStore:
                 return _reads.log_numbers(conn, run_id, wanted)
 
         with _text_of_log(run_id):
-            return await self._db.read(read, lambda log: decode_log(run_id, log))
+            return await self._db.lookup_read(read, lambda log: decode_log(run_id, log))
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
@@ -172,7 +172,7 @@ class SqliteStepStore:
                 return _reads.logs(conn, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)])
 
         with _text_of_log(', '.join(asked)):
-            return await self._db.read(
+            return await self._db.lookup_read(
                 read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
             )
 

@@ -1,0 +1,155 @@
+"""A search's point reads on SQLite run in the caller's thread when the connection is free, else in a worker."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from durable_recall.base import StoreUnavailableError
+from durable_recall.index import update_index
+from durable_recall.stores import SqliteStepStore
+from durable_recall.stores.sqlite._connection import SqliteConnection
+
+from ._helpers import messages, registration, save_history
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The names of the functions handed to a worker thread, in order."""
+    handed: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        handed.append(getattr(function, '__qualname__', repr(function)))
+        return await real(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, 'run_sync', counting)
+    yield handed
+
+
+async def _store_with_history(path: Path) -> SqliteStepStore:
+    store = SqliteStepStore(path)
+    await store.register_run(registration('run-1'))
+    await save_history(store, 'run-1', [messages(0), messages(0, 1), messages(0, 1, 2)])
+    return store
+
+
+async def test_a_ready_connections_point_reads_take_no_worker_thread(tmp_path: Path, hops: list[str]) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    index = store.index_storage()
+    assert await update_index(store, 'conv') == []
+    hops.clear()
+
+    record = await store.get_run('run-1')
+    records = await store.get_runs(['run-1', 'missing'])
+    logs = await store.read_logs({'run-1': [0, 2]})
+    read = await store.read_messages('run-1', [1])
+    status = await index.status('conv', all_scopes=False)
+    postings = await index.postings(['question', 'answer'], 'conv', all_scopes=False)
+    rows = await index.load_runs(['run-1'])
+    by_key = await index.runs_by_key([row.run_key for row in rows.values()])
+
+    assert hops == []
+    assert record is not None and record.run_id == 'run-1'
+    assert list(records) == ['run-1']
+    assert logs == {'run-1': {0: messages(0)[0], 2: messages(2)[0]}}
+    assert read == {1: messages(1)[0]}
+    assert status.docs == 3 and status.pending == []
+    assert sorted(postings) == ['answer', 'question']
+    assert [row.run_id for row in by_key.values()] == ['run-1']
+    await store.aclose()
+
+
+async def test_writes_and_scans_still_go_to_a_worker(tmp_path: Path, hops: list[str]) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    hops.clear()
+
+    history = [messages(0), messages(0, 1), messages(0, 1, 2), messages(0, 1, 2, 3)]
+    await save_history(store, 'run-1', history, start=3)
+    saved = len(hops)
+    await store.list_runs(conversation_id='conv')
+
+    assert saved == 1
+    assert len(hops) == 2
+    await store.aclose()
+
+
+async def test_the_first_read_of_a_new_connection_goes_to_a_worker(tmp_path: Path, hops: list[str]) -> None:
+    path = tmp_path / 'store.db'
+    await (await _store_with_history(path)).aclose()
+    store = SqliteStepStore(path)
+    hops.clear()
+
+    first = await store.get_run('run-1')  # opens and checks the schema: may wait on a write lock
+    second = await store.get_run('run-1')
+
+    assert first == second and first is not None
+    assert len(hops) == 1
+    await store.aclose()
+
+
+async def test_a_point_read_waits_in_a_worker_while_another_thread_holds_the_connection(tmp_path: Path) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    await store.get_run('run-1')
+    connection: SqliteConnection = store._db
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        connection.locked(lambda conn: (held.set(), release.wait(5)))
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    ticks = 0
+    record = None
+    waited = 0.0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.01)
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            threading.Timer(0.3, release.set).start()
+            started = time.perf_counter()
+            record = await store.get_run('run-1')
+            waited = time.perf_counter() - started
+            group.cancel_scope.cancel()
+    finally:
+        release.set()
+        holder.join(5)
+
+    assert record is not None and record.run_id == 'run-1'
+    assert waited >= 0.25  # it did wait for the connection...
+    assert ticks >= 10  # ...in a worker: the event loop went on meanwhile
+    await store.aclose()
+
+
+async def test_an_inline_reads_sqlite_error_is_translated(tmp_path: Path) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    await store.get_run('run-1')
+    connection: SqliteConnection = store._db
+
+    def busy(conn: sqlite3.Connection) -> None:
+        error = sqlite3.OperationalError('database is locked')
+        error.sqlite_errorcode = 5  # SQLITE_BUSY, as SQLite sets it
+        raise error
+
+    with pytest.raises(StoreUnavailableError, match='busy_timeout'):
+        await connection.lookup(busy)
+    assert (await store.get_run('run-1')) is not None  # the connection was released
+    await store.aclose()
