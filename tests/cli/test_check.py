@@ -16,6 +16,7 @@ import pytest
 from durable_recall import PostgresStepStore, SqliteStepStore
 from durable_recall.cli import main
 from durable_recall.index import OPEN, decode_chunk, decode_ints
+from durable_recall.index._chunks import pack_open
 from durable_recall.index._layout import encode_ints
 
 from ._support import OTHER, SUPPORT, Populated, populate, populate_sync, run_cli
@@ -139,12 +140,14 @@ def _tamper_lengths(target: Target, run_id: str) -> None:
 
 
 def _tamper_postings(target: Target) -> None:
-    """Raise one posting's tf in an open tail (each record: run key, position, tf | length << 16)."""
+    """Raise one posting's tf in an open tail (its records re-packed with the first tf 3 higher)."""
     table = target.table('dr_index_postings')
     rows = target.execute(f'SELECT scope_key, term, chunk, postings FROM {table} WHERE chunk = %s', (OPEN,))
     scope_key, term, chunk, data = next(row for row in rows if decode_chunk(row[2], bytes(row[3])).keys)
-    data = bytearray(data)
-    data[8] = (data[8] + 3) & 0xFF
+    entries = decode_chunk(OPEN, bytes(data)).entries()
+    key, tf, length = entries[0]
+    entries[0] = (key, tf + 3, length)
+    data = b''.join(pack_open(key >> 32, [(key & 0xFFFFFFFF, tf, length)]) for key, tf, length in entries)
     target.execute(
         f'UPDATE {table} SET postings = %s WHERE scope_key = %s AND term = %s AND chunk = %s',
         (bytes(data), scope_key, term, chunk),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import struct
 from contextlib import closing
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pydantic_ai.conversation import Conversation
 
 from durable_recall.conversations import ConversationStoreSource, SqliteConversationStore
 from durable_recall.conversations._migrations import SQLITE_META, SQLITE_MIGRATIONS
+from durable_recall.index import OPEN, decode_chunk
 from durable_recall.search import SearchRequest
 
 from ._helpers import echo_agent
@@ -38,7 +40,7 @@ async def test_the_index_tables_are_pinned(tmp_path: Path) -> None:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('2',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('3',)
         indexed = conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall()
     assert tables == {
         'drc_meta',
@@ -87,8 +89,49 @@ async def test_a_version_1_file_is_migrated_and_its_conversations_indexed(tmp_pa
         await upgraded.aclose()
     assert 'remember juliet zulu' in answer
     with closing(sqlite3.connect(old)) as conn:
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('2',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('3',)
         assert conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall() == [('old-1', 10)]
+
+
+async def test_a_version_2_index_is_rebuilt_in_version_3s_postings_layout(tmp_path: Path) -> None:
+    # Version 3 packs open tails of postings as varints; version 2 packed three 32-bit ints a posting,
+    # which decode as varints into other postings without an error: the index must be rebuilt.
+    path = tmp_path / 'v2.db'
+    store = SqliteConversationStore(path)
+    try:
+        await chat(store, 'old-1', 4, random.Random(1))
+        loaded = await store.load('old-1')
+        assert loaded is not None
+        await store.save(await echo_agent().run('remember juliet zulu', conversation=loaded))
+        before = await engine(ConversationStoreSource(store)).search(
+            SearchRequest(query='juliet zulu'), scope='conversation', conversation_id='old-1'
+        )
+    finally:
+        await store.aclose()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        tails = conn.execute('SELECT scope_key, term, postings FROM drc_index_postings WHERE chunk = 0').fetchall()
+        for scope_key, term, data in tails:
+            old = b''.join(
+                struct.pack('<III', key >> 32, key & 0xFFFFFFFF, tf | length << 16)
+                for key, tf, length in decode_chunk(OPEN, data).entries()
+            )
+            conn.execute(
+                'UPDATE drc_index_postings SET postings = ? WHERE scope_key = ? AND term = ? AND chunk = 0',
+                (old, scope_key, term),
+            )
+        conn.execute("UPDATE drc_meta SET value = '2' WHERE key = 'schema_version'")
+
+    upgraded = SqliteConversationStore(path)
+    try:
+        after = await engine(ConversationStoreSource(upgraded)).search(
+            SearchRequest(query='juliet zulu'), scope='conversation', conversation_id='old-1'
+        )
+    finally:
+        await upgraded.aclose()
+    assert 'remember juliet zulu' in before
+    assert after == before
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('3',)
 
 
 async def test_other_stores_and_options_keep_the_in_memory_path(tmp_path: Path) -> None:

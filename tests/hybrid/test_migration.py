@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
+from durable_recall.stores._migrations import SCHEMA_VERSION
 
 from ..search._stub import context, request
 from ._kit import EXCHANGES, ConceptEmbeddingModel, bm25, chat, hybrid, needs_numpy
@@ -39,7 +40,9 @@ async def test_a_version_8_sqlite_database_is_upgraded(tmp_path: Path) -> None:
     assert 'red automobile' in answer.split('\n\n---\n\n')[0]
     assert len(model.documents) == 2 * len(EXCHANGES)  # backfilled
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('10',)]
+        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
         assert conn.execute('SELECT COUNT(*) FROM dr_pending').fetchall() == [(0,)]  # the index was not rebuilt
         assert conn.execute('SELECT COUNT(*), SUM(dim) FROM dr_vectors').fetchall() == [(6, 36)]
 
@@ -67,7 +70,7 @@ async def test_a_version_8_postgres_database_is_upgraded(postgres_url: str, post
     assert len(model.documents) == 2 * len(EXCHANGES)
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f"SELECT value FROM {name}.dr_meta WHERE key = 'schema_version'".encode())
-        assert await cur.fetchall() == [('10',)]
+        assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
         cur = await conn.execute(f'SELECT COUNT(*) FROM {name}.dr_pending'.encode())
         assert await cur.fetchall() == [(0,)]
         cur = await conn.execute(f'SELECT COUNT(*), SUM(dim) FROM {name}.dr_vectors'.encode())

@@ -15,6 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, update_index
 from durable_recall.search import SearchRequest
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
+from durable_recall.stores._migrations import SCHEMA_VERSION
 from durable_recall.stores._postgres_migrations import ANALYZER_ROW as POSTGRES_ROW
 from durable_recall.stores._sqlite_migrations import ANALYZER_ROW as SQLITE_ROW
 from durable_recall.text import ANALYZER_NAME, DEFAULT_ANALYZER
@@ -71,7 +72,7 @@ async def test_a_version_6_sqlite_index_is_rebuilt(tmp_path: Path, plain_analyze
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
         meta = dict(conn.execute('SELECT key, value FROM dr_meta').fetchall())
-    assert meta['schema_version'] == '10'
+    assert meta['schema_version'] == str(SCHEMA_VERSION)
     assert meta['index_analyzer'] == ANALYZER_NAME
 
 
@@ -101,5 +102,5 @@ async def test_a_version_6_postgres_index_is_rebuilt(
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f'SELECT key, value FROM {meta}'.encode())
         found = dict(await cur.fetchall())
-    assert found['schema_version'] == '10'
+    assert found['schema_version'] == str(SCHEMA_VERSION)
     assert found['index_analyzer'] == ANALYZER_NAME

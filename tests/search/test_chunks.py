@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,11 +78,27 @@ def test_a_sealed_chunk_of_common_postings_packs_small() -> None:
     assert len(seal(wanted[:1])) == 11  # flags, run key, and 16-bit position, tf and length
 
 
-def test_an_open_tail_takes_twelve_bytes_a_posting_and_wide_values_take_two_records() -> None:
-    assert len(pack_open(7, [(3, 1, 40), (9, 2, 41)])) == 24
+def test_an_open_tail_takes_a_varint_per_value_and_wide_values_take_more_bytes() -> None:
+    assert len(pack_open(7, [(3, 1, 40), (9, 2, 41)])) == 8  # four one-byte varints a posting
+    assert len(pack_open(300, [(3, 1, 40)])) == 5  # a run key past 127 takes two bytes
     wide = pack_open(7, [(3, 70_000, 70_000), (4, 1, 0xFFFF)])
-    assert len(wide) == 48
+    assert len(wide) == 1 + 1 + 3 + 3 + 1 + 1 + 1 + 3
     assert decode_chunk(OPEN, wide).entries() == [(7 << 32 | 3, 70_000, 70_000), (7 << 32 | 4, 1, 0xFFFF)]
+    big = pack_open(2**31 + 5, [(2**32 - 1, 2**32 - 1, 2**32 - 1)])
+    assert decode_chunk(OPEN, big).entries() == [((2**31 + 5) << 32 | 2**32 - 1, 2**32 - 1, 2**32 - 1)]
+
+
+@pytest.mark.parametrize(
+    'data',
+    [
+        pytest.param(bytes((1, 2, 3)), id='three-varints'),
+        pytest.param(bytes((1, 2, 3, 0x80)), id='ends-inside-a-varint'),
+        pytest.param(bytes((1, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 1, 1)), id='position-past-32-bits'),
+    ],
+)
+def test_a_damaged_open_tail_does_not_decode(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        decode_chunk(OPEN, data)
 
 
 @given(postings=runs, pieces=st.integers(1, 5))

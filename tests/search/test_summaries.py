@@ -25,6 +25,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, update_index
 from durable_recall.search import SearchRequest
 from durable_recall.stores import SqliteStepStore, StepStore
+from durable_recall.stores._migrations import SCHEMA_VERSION
 from durable_recall.text import HARNESS_SUMMARY_KEY
 from tests._services.stores import StoreKit
 
@@ -120,4 +121,6 @@ async def test_a_version_7_index_is_rebuilt_with_its_summaries(tmp_path: Path) -
     finally:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('10',)]
+        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]

@@ -76,7 +76,9 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
     finally:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('10',)]
+        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
         indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'dr_runs'")
         found = dict(indexes.fetchall())
         assert sorted(found) == ['dr_runs_by_conversation', 'dr_runs_by_parent']
@@ -85,7 +87,7 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
         assert indexes.fetchall() == [('CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',)]
         plan = conn.execute("EXPLAIN QUERY PLAN SELECT * FROM dr_runs WHERE parent_run_id = 'a'").fetchall()
         assert 'dr_runs_by_parent' in plan[0][3]  # the partial index serves the lookup
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
 
 
 @pytest.mark.postgres
@@ -111,7 +113,7 @@ async def test_a_version_9_postgres_schema_loses_the_unused_run_indexes(
         await store.aclose()
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f"SELECT value FROM {name}.dr_meta WHERE key = 'schema_version'".encode())
-        assert await cur.fetchall() == [('10',)]
+        assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
         cur = await conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = 'dr_runs'",
             (postgres_schema,),

@@ -164,9 +164,11 @@ async def test_a_version_4_sqlite_file_reads_back_the_same(tmp_path: Path) -> No
     finally:
         await kit.store.aclose()
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [('10',)]
+        assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
         assert [row[1] for row in conn.execute('PRAGMA table_info(dr_messages)')] == ['run_id', 'seq', 'body']
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
 
 
 @pytest.mark.postgres
@@ -192,7 +194,7 @@ async def test_a_version_4_postgres_schema_reads_back_the_same(postgres_url: str
         await store.aclose()
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f"SELECT value FROM {names['meta']} WHERE key = 'schema_version'".encode())
-        assert await cur.fetchall() == [('10',)]
+        assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
         cur = await conn.execute(
             'SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s'
             " AND table_name IN ('dr_messages', 'dr_index_runs') AND column_name IN ('ref_run_id', 'ref_seq', 'state')",

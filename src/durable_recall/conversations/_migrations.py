@@ -30,6 +30,11 @@ Version 2, the search index over the entry log (the step store's index layout, `
 * `drc_pending`, `drc_index_scopes`, `drc_index_runs`, `drc_index_postings`, `drc_index_hashes`:
   the index tables themselves, as the step store's `dr_` ones, and `index_generation` in `drc_meta`.
 
+Version 3 rebuilds the index (`INDEX_VERSION` 6, the step store's schema version 11: open tails of
+postings hold varint records): it empties the index tables, `drc_runs` and
+`drc_index_conversations`, so the next search derives each conversation's runs again from its
+entries and indexes them.
+
 Postgres statements name tables through `{meta}`, `{records}`, `{branches}`, `{entries}` and the
 index tables' names (`{runs}`, `{pending}`, `{index_*}`, `{index_conversations}`), which the store
 fills with (optionally schema-qualified) identifiers; ids use the "C" collation so that
@@ -153,6 +158,18 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ') WITHOUT ROWID',
         "INSERT OR IGNORE INTO drc_meta (key, value) VALUES ('index_generation', lower(hex(randomblob(16))))",
     ),
+    (
+        # Version 3: the index's open tails hold varint records (`INDEX_VERSION` 6): forget what the
+        # index derived, so the next search registers each conversation's runs again and rebuilds it.
+        'DELETE FROM drc_index_postings',
+        'DELETE FROM drc_index_hashes',
+        'DELETE FROM drc_index_runs',
+        'DELETE FROM drc_index_scopes',
+        'DELETE FROM drc_pending',
+        'DELETE FROM drc_runs',
+        'DELETE FROM drc_index_conversations',
+        "UPDATE drc_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -257,6 +274,17 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ')',
         "INSERT INTO {meta} (key, value) VALUES ('index_generation', md5(random()::text || clock_timestamp()::text))"
         ' ON CONFLICT (key) DO NOTHING',
+    ),
+    (
+        # Version 3: see the SQLite list.
+        'DELETE FROM {index_postings}',
+        'DELETE FROM {index_hashes}',
+        'DELETE FROM {index_runs}',
+        'DELETE FROM {index_scopes}',
+        'DELETE FROM {pending}',
+        'DELETE FROM {runs}',
+        'DELETE FROM {index_conversations}',
+        "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
     ),
 )
 

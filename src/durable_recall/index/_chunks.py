@@ -5,16 +5,17 @@ common term as many rows as runs: ~30 bytes of row overhead per posting, a B-tre
 term and run when indexing, and thousands of rows to read for one common word. Postings of a
 term in a scope now live in few rows, numbered per `(scope, term)`:
 
-* chunk `OPEN` (0), the open tail: fixed-width records of three unsigned 32-bit little-endian
-  ints, `(run key, position, tf | length << 16)`, in the order they were indexed (a tf or length
-  of 65,535 or more is written as `0xFFFFFFFF` in the third int and a second record
-  `(tf, length, 0)`). A commit appends to it
-  with a byte concatenation the database does in place (no read), so indexing a run costs one
-  upsert per term whatever the term's history;
-* chunks 1, 2, ...: sealed. Once the open tail holds `SEAL_AT` postings it is sorted by document
-  and sealed: run keys as deltas, then positions, tfs and lengths, each column 16-bit where every
-  value fits (a flag byte says which are 32-bit), and the whole DEFLATE-compressed when that is
-  smaller. About 5.5 bytes a posting, decoded at C speed.
+* chunk `OPEN` (0), the open tail: a record per posting, `run key, position, tf, length` as four
+  unsigned LEB128 varints, in the order they were indexed. A commit appends to it with a byte
+  concatenation the database does in place (no read), so indexing a run costs one upsert per term
+  whatever the term's history. Most of a store's rows are open tails of a rare word (an id, a
+  number, a path) holding a posting or two, so their records are most of the postings' bytes:
+  about 5 to 7 bytes a posting (fixed-width records took 12);
+* chunks 1, 2, ...: sealed. Once the open tail holds `SEAL_BYTES` bytes (`SEAL_AT` postings of the
+  smallest records, about 60 of a real store's) it is sorted by document and sealed: run keys as
+  deltas, then positions, tfs and lengths, each column 16-bit where every value fits (a flag byte
+  says which are 32-bit), and the whole DEFLATE-compressed when that is smaller. About 5.5 bytes
+  a posting, decoded at C speed.
 
 A document is keyed `run_key << 32 | position` here as in the scorer. Every chunk decodes to its
 postings sorted by key, so a scorer can bisect a chunk for a document.
@@ -22,7 +23,6 @@ postings sorted by key, so a scorer can bisect a chunk for a document.
 
 from __future__ import annotations
 
-import struct
 import sys
 import zlib
 from array import array
@@ -53,22 +53,13 @@ __all__ = (
 OPEN = 0
 """The chunk number of a term's open tail."""
 
-SEAL_AT = 60
-"""Postings an open tail holds before it is sealed."""
+SEAL_AT = 88
+"""Postings of the smallest records (four bytes) that fill an open tail (`SEAL_BYTES`)."""
 
 SEALED_MAX = 160
 """Postings a sealed chunk holds at most (about 900 bytes packed)."""
 
-_RECORD = 12
-"""Bytes per open-tail posting (a record)."""
-
-_ONE = struct.Struct('<III')
-"""One open-tail record."""
-
-_WIDE = 0xFFFFFFFF
-"""In an open-tail record's third int: the tf and length are in the next record."""
-
-SEAL_BYTES = SEAL_AT * _RECORD
+SEAL_BYTES = SEAL_AT * 4
 """The size at which an open tail is sealed."""
 
 _WIDE_POSITIONS, _WIDE_TFS, _WIDE_LENGTHS, _DEFLATED = 1, 2, 4, 8
@@ -97,25 +88,26 @@ class Chunk(NamedTuple):
 
 def pack_open(run_key: int, postings: Sequence[tuple[int, int, int]]) -> bytes:
     """A run's `(position, tf, length)` postings as open-tail records (which concatenate)."""
-    if len(postings) == 1:
-        position, tf, length = postings[0]
-        if tf < 0xFFFF and length < 0xFFFF:
-            return _ONE.pack(run_key, position, tf | length << 16)
-    if all(tf < 0xFFFF and length < 0xFFFF for _, tf, length in postings):
-        # The common case, without a call per posting.
-        flat = [value for position, tf, length in postings for value in (run_key, position, tf | length << 16)]
-        return _bytes(array('I', flat))
-    values = array('I')
+    head = _varint(run_key)
+    records: list[bytes] = []
     for position, tf, length in postings:
-        _append_open(values, run_key, position, tf, length)
-    return _bytes(values)
+        if position < 0x80 and tf < 0x80 and length < 0x80:
+            records.append(head + bytes((position, tf, length)))
+        else:
+            records.append(head + _varint(position) + _varint(tf) + _varint(length))
+    return b''.join(records)
 
 
-def _append_open(values: array[int], run_key: int, position: int, tf: int, length: int) -> None:
-    if tf < 0xFFFF and length < 0xFFFF:
-        values.extend((run_key, position, tf | length << 16))
-    else:
-        values.extend((run_key, position, _WIDE, tf, length, 0))
+def _varint(value: int) -> bytes:
+    """`value` as unsigned LEB128: seven bits a byte, low first, the high bit set on all but the last."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def appended_postings(change: RunCommit, run_key: int) -> list[tuple[str, bytes]]:
@@ -205,10 +197,7 @@ def without_run(number: int, data: bytes, run_key: int) -> bytes | None:
     if not kept:
         return b''
     if number == OPEN:
-        values = array('I')
-        for key, tf, length in kept:
-            _append_open(values, key >> 32, key & 0xFFFFFFFF, tf, length)
-        return _bytes(values)
+        return b''.join(pack_open(key >> 32, [(key & 0xFFFFFFFF, tf, length)]) for key, tf, length in kept)
     return seal(kept)
 
 
@@ -247,30 +236,28 @@ def run_postings(chunks: Sequence[Chunk], run_key: int) -> list[tuple[int, int, 
 
 
 def _decode_open(data: bytes) -> Chunk:
-    flat = _array('I', data)
-    packed = flat[2::3]
-    keys: list[int]
-    tfs: Sequence[int]
-    lengths: Sequence[int]
-    if _WIDE not in packed:  # the common case
-        keys = [run << 32 | position for run, position in zip(flat[0::3], flat[1::3], strict=True)]
-        tfs = [value & 0xFFFF for value in packed]
-        lengths = [value >> 16 for value in packed]
+    values: list[int] = []
+    if data.isascii():  # every value below 128: a byte each (a small store's common case)
+        values = list(data)
     else:
-        keys, wide_tfs, wide_lengths = [], list[int](), list[int]()
-        index = 0
-        while index < len(flat):
-            run, position, value = flat[index : index + 3]
-            keys.append(run << 32 | position)
-            if value == _WIDE:
-                wide_tfs.append(flat[index + 3])
-                wide_lengths.append(flat[index + 4])
-                index += 6
+        value = shift = 0
+        for byte in data:
+            if byte & 0x80:
+                value |= (byte & 0x7F) << shift
+                shift += 7
             else:
-                wide_tfs.append(value & 0xFFFF)
-                wide_lengths.append(value >> 16)
-                index += 3
-        tfs, lengths = wide_tfs, wide_lengths
+                values.append(value | byte << shift)
+                value = shift = 0
+        if shift:
+            raise ValueError('an open tail ends inside a varint')
+    if len(values) % 4:
+        raise ValueError(f'an open tail holds {len(values)} varints, not records of four')
+    positions = values[1::4]
+    if max(positions, default=0) > 0xFFFFFFFF:
+        raise ValueError('an open-tail position does not fit 32 bits')
+    keys = [run << 32 | position for run, position in zip(values[0::4], positions, strict=True)]
+    tfs = values[2::4]
+    lengths = values[3::4]
     if all(a < b for a, b in zip(keys, keys[1:], strict=False)):
         return Chunk(keys, tfs, lengths)
     ordered = sorted(zip(keys, tfs, lengths, strict=True))

@@ -32,11 +32,12 @@ __all__ = (
     'encode_ints',
 )
 
-INDEX_VERSION = 5
-"""What is indexed (tokenizer and analyzer, index text, hash, record); 5 since the record keeps
-compaction summaries once, with the role `summary` (schema version 8). A release that changes it bumps this and ships a
-schema migration that empties the index tables and marks every run pending, so the next searches
-rebuild the index by catching up."""
+INDEX_VERSION = 6
+"""What is indexed and how it is packed (tokenizer and analyzer, index text, hash, record, postings
+layout); 6 since open tails of postings hold varint records (schema version 11), 5 since the record
+keeps compaction summaries once, with the role `summary` (schema version 8). A release that
+changes it bumps this and ships a schema migration that empties the index tables and marks every
+run pending, so the next searches rebuild the index by catching up."""
 
 ROLE_NAMES: tuple[Role, ...] = ROLES
 """Role by code (compatibility data: stored role bytes are indexes into it)."""

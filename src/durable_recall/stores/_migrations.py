@@ -84,6 +84,11 @@ order, are what search and deletion read. The index's `dr_index_runs_by_scope` k
 key: a scope's indexed runs are read whole when a reader opens (`IndexStorage.scope_runs`), and
 sorting them costs less than an index entry repeating each run's start time and id.
 
+Version 11 rebuilds the index (`INDEX_VERSION` 6): a term's open tail of postings holds each
+posting as four varints instead of three 32-bit ints (`durable_recall.index._chunks`). Most of a
+store's postings rows are the open tails of rare words, so on a chat app's workload this took the
+postings from 12 bytes a posting to about 5.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

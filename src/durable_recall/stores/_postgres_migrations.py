@@ -200,4 +200,9 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP INDEX IF EXISTS {index_runs_by_scope}',
         'CREATE INDEX dr_index_runs_by_scope ON {index_runs} (scope_key)',
     ),
+    (
+        # Version 11: open tails of postings hold varint records (`INDEX_VERSION` 6): rebuild the index.
+        *POSTGRES_INDEX_RESET,
+        "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
+    ),
 )

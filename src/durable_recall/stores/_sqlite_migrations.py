@@ -206,4 +206,9 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP INDEX IF EXISTS dr_index_runs_by_scope',
         'CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',
     ),
+    (
+        # Version 11: open tails of postings hold varint records (`INDEX_VERSION` 6): rebuild the index.
+        *SQLITE_INDEX_RESET,
+        "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+    ),
 )
