@@ -43,7 +43,8 @@ ROWS = {
 }
 """Per table: the row damaged (a middle snapshot, a compressed body, an inherited range) and its columns."""
 
-NUMERIC = {'idx', 'step_index', 'size', 'seq', 'count', 'ref_seq'}
+NUMERIC = {'idx', 'step_index', 'size', 'seq', 'count', 'ref_seq', 'started_at', 'saved_at'}
+"""Integer columns (times too: microseconds since the epoch, schema version 11)."""
 
 NULLABLE = {'conversation_id', 'parent_run_id', 'agent_name'}
 

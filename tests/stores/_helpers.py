@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -112,3 +113,23 @@ async def save_history(
         if index >= start:
             assert await store.save_snapshot(delta(run_id, index, previous, current))
         previous = current
+
+
+_TEXT_OF_MICROS = (
+    "strftime('%Y-%m-%dT%H:%M:%S', {column} / 1000000, 'unixepoch') || '.'"
+    " || printf('%06d', {column} % 1000000) || '+00:00'"
+)
+
+SQLITE_TIMES_AS_TEXT = tuple(
+    f"UPDATE {{{table}}} SET {column} = {_TEXT_OF_MICROS.format(column=column)} WHERE typeof({column}) = 'integer'"
+    for table, column in (('runs', 'started_at'), ('snapshots', 'saved_at'))
+)
+"""Statements (tables as `{runs}`, `{snapshots}`) that store a SQLite file's run and snapshot times
+as ISO text again, as schema versions before 11 did: what a test that sets a file written by this
+release back to an older version runs first (times since 1970 only)."""
+
+
+def sqlite_times_as_text(conn: sqlite3.Connection) -> None:
+    """Run `SQLITE_TIMES_AS_TEXT` on a plain connection to a step store's file."""
+    for statement in SQLITE_TIMES_AS_TEXT:
+        conn.execute(statement.format(runs='dr_runs', snapshots='dr_snapshots'))

@@ -8,6 +8,8 @@ from durable_recall.stores import InMemoryStepStore
 from durable_recall.stores.memory._store import _Ref
 from tests._services.stores import StoreKit
 
+from ._helpers import SQLITE_TIMES_AS_TEXT
+
 EntryKind = Literal['text', 'compressed', 'ref']
 Entry = tuple[EntryKind, str | None, int | None]
 """`(kind, run_id, seq)` of one log entry; for a reference, the run and number of the entry holding its body."""
@@ -90,6 +92,8 @@ async def back_to_version_4(kit: StoreKit) -> None:
     assert await kit.query('SELECT COUNT(*) FROM {message_refs}') == [(0,)], 'ranges have no version-4 form here'
     await kit.query('DROP TABLE {message_refs}')
     if kit.backend == 'sqlite':
+        for statement in SQLITE_TIMES_AS_TEXT:
+            await kit.query(statement)
         await kit.query('ALTER TABLE {messages} ADD COLUMN ref_run_id TEXT')
         await kit.query('ALTER TABLE {messages} ADD COLUMN ref_seq INTEGER')
     else:

@@ -10,12 +10,13 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
 from pydantic_ai.messages import UserPromptPart
 
-from durable_recall.base import _errors
+from durable_recall.base import _errors, from_micros
 from durable_recall.stores import SqliteStepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
@@ -251,10 +252,13 @@ async def test_rows_hold_compact_ranges_and_sortable_timestamps(tmp_path: Path) 
         (0, '[[0,3]]', 3),
         (1, '[[0,1],[2,4]]', 3),
     ]
+    # Times are integer microseconds since the epoch (schema version 11): they sort as time does.
     [(started_at,)] = sql(path, 'SELECT started_at FROM dr_runs')
-    assert isinstance(started_at, str)
-    assert len(started_at) == len('2025-01-01T00:00:00.000000+00:00')
-    assert started_at.endswith('+00:00')
+    saved = [at for (at,) in sql(path, 'SELECT saved_at FROM dr_snapshots ORDER BY idx')]
+    assert isinstance(started_at, int) and all(isinstance(at, int) for at in saved)
+    assert started_at <= cast(int, saved[0]) <= cast(int, saved[1])
+    record = await SqliteStepStore(path).get_run('run-1')
+    assert record is not None and from_micros(started_at) == record.started_at
 
 
 async def test_concurrent_saves_of_one_delta_append_once(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
-from ._helpers import registration
+from ._helpers import registration, sqlite_times_as_text
 
 pytestmark = pytest.mark.anyio
 
@@ -69,6 +69,7 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
     with closing(sqlite3.connect(path)) as conn, conn:
         for statement in _V9_INDEXES:
             conn.execute(statement.format(**_names('')))
+        sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '9' WHERE key = 'schema_version'")
     store = SqliteStepStore(path)
     try:

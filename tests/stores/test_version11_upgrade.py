@@ -1,4 +1,5 @@
-"""Schema version 10 to 11: open tails of postings hold varint records, so the index is rebuilt.
+"""Schema version 10 to 11: open tails of postings hold varint records, so the index is rebuilt;
+SQLite stores run and snapshot times as integer microseconds.
 
 A version-10 database is what this release writes with each open tail re-packed as version 10
 packed it (three little-endian 32-bit ints a posting). Read as varints those bytes decode into
@@ -16,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from durable_recall import update_index
+from durable_recall.base import CorruptRunError
 from durable_recall.index import OPEN, decode_chunk
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
-from ._helpers import messages, registration, save_history
+from ._helpers import messages, registration, save_history, sqlite_times_as_text
 
 pytestmark = pytest.mark.anyio
 
@@ -73,6 +75,7 @@ async def test_a_version_10_sqlite_index_is_rebuilt(tmp_path: Path) -> None:
                 'UPDATE dr_index_postings SET postings = ? WHERE scope_key = ? AND term = ? AND chunk = 0',
                 (_version_10_tail(data), scope_key, term),
             )
+        sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '10' WHERE key = 'schema_version'")
     store = SqliteStepStore(path)
     try:
@@ -118,3 +121,37 @@ async def test_a_version_10_postgres_index_is_rebuilt(postgres_url: str, postgre
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         cur = await conn.execute(f"SELECT value FROM {name}.dr_meta WHERE key = 'schema_version'".encode())
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
+
+
+async def test_sqlite_times_become_exact_microseconds_and_damaged_ones_stay_named(tmp_path: Path) -> None:
+    path = tmp_path / 'v10.db'
+    store = SqliteStepStore(path)
+    try:
+        await _write(store)
+        await store.register_run(registration('run-3'))
+        await store.register_run(registration('run-4'))
+        records = await store.get_runs(['run-1', 'run-2'])
+        saved = [snapshot.saved_at for snapshot in await store.list_snapshots('run-1')]
+    finally:
+        await store.aclose()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        sqlite_times_as_text(conn)
+        # Damage a schema-10 file could hold: text that is no timestamp, and a number in the text column.
+        conn.execute("UPDATE dr_runs SET started_at = 'yesterday' WHERE run_id = 'run-3'")
+        conn.execute("UPDATE dr_runs SET started_at = 42 WHERE run_id = 'run-4'")
+        conn.execute("UPDATE dr_meta SET value = '10' WHERE key = 'schema_version'")
+    store = SqliteStepStore(path)
+    try:
+        assert await store.get_runs(['run-1', 'run-2']) == records
+        assert [snapshot.saved_at for snapshot in await store.list_snapshots('run-1')] == saved
+        with pytest.raises(CorruptRunError, match="started_at is not a timestamp.*'yesterday'"):
+            await store.get_run('run-3')
+        with pytest.raises(CorruptRunError, match='started_at is not a timestamp.*a number: 42'):
+            await store.get_run('run-4')
+    finally:
+        await store.aclose()
+    with closing(sqlite3.connect(path)) as conn:
+        kinds = conn.execute('SELECT run_id, typeof(started_at) FROM dr_runs ORDER BY run_id').fetchall()
+        snapshot_kinds = conn.execute('SELECT DISTINCT typeof(saved_at) FROM dr_snapshots').fetchall()
+    assert kinds == [('run-1', 'integer'), ('run-2', 'integer'), ('run-3', 'text'), ('run-4', 'text')]
+    assert snapshot_kinds == [('integer',)]

@@ -31,7 +31,7 @@ from ._records import (
     SnapshotDelta,
     SnapshotState,
 )
-from ._time import format_timestamp, parse_timestamp
+from ._time import format_timestamp, from_micros, parse_timestamp, to_micros
 from ._warnings import DurableRecallDeprecationWarning
 
 if TYPE_CHECKING:
@@ -76,8 +76,10 @@ __all__ = (
     'dump_messages',
     'encode_body',
     'format_timestamp',
+    'from_micros',
     'load_messages',
     'parse_timestamp',
     'require_conversation_store',
+    'to_micros',
     'warm_codec',
 )

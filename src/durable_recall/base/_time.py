@@ -1,10 +1,17 @@
-"""Timestamps as stored text: fixed-width UTC ISO-8601, so that sorting the text sorts by time."""
+"""Timestamps as stored: fixed-width UTC ISO-8601 text, or integer microseconds since the epoch.
+
+Both sort as time does. Text is what Postgres's text columns and the index's run order hold;
+SQLite's run and snapshot rows hold integers (schema version 11), eight bytes at most where the
+text took 32, on rows a chat app writes several of per exchange.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-__all__ = ('format_timestamp', 'parse_timestamp')
+__all__ = ('format_timestamp', 'from_micros', 'parse_timestamp', 'to_micros')
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -22,3 +29,18 @@ def parse_timestamp(text: str) -> datetime:
     if moment.tzinfo is None:
         raise ValueError(f'timestamp {text!r} has no UTC offset')
     return moment.astimezone(UTC)
+
+
+def to_micros(moment: datetime) -> int:
+    """Whole microseconds since 1970-01-01 UTC (exact: no float on the way)."""
+    delta = moment.astimezone(UTC) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int) -> datetime:
+    """The aware UTC datetime `to_micros` gave `micros` for.
+
+    Raises:
+        OverflowError: The moment is outside the years a `datetime` holds.
+    """
+    return _EPOCH + timedelta(microseconds=micros)

@@ -87,7 +87,12 @@ sorting them costs less than an index entry repeating each run's start time and 
 Version 11 rebuilds the index (`INDEX_VERSION` 6): a term's open tail of postings holds each
 posting as four varints instead of three 32-bit ints (`durable_recall.index._chunks`). Most of a
 store's postings rows are the open tails of rare words, so on a chat app's workload this took the
-postings from 12 bytes a posting to about 5.
+postings from 12 bytes a posting to about 5. On SQLite it also stores run and snapshot times
+(`dr_runs.started_at`, `dr_snapshots.saved_at`) as integer microseconds since the epoch instead of
+32 characters of ISO text, rebuilding both tables (a chat app writes a run and two snapshots per
+exchange, so the text took more than the message it saved); a stored value that is not such a
+text is kept (a number as text saying so), so that reading it still names it. Postgres already
+stored them as `TIMESTAMPTZ`.
 
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from ..base import CorruptRunError, RunRecord, parse_timestamp
+from ..base import CorruptRunError, RunRecord, from_micros, parse_timestamp
 from ..index import IndexedRunRow
 
 __all__ = ('decode_metadata', 'encode_metadata', 'indexed_run', 'missing_run', 'run_record', 'stored_name')
@@ -47,7 +47,7 @@ def run_record(
     parent_run_id: str | None,
     agent_name: str | None,
     metadata: str,
-    started_at: datetime | str,
+    started_at: datetime | str | int,
     token: str,
 ) -> RunRecord:
     """Build a `RunRecord` from the columns of a runs row.
@@ -57,12 +57,17 @@ def run_record(
     """
     if not isinstance(run_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _corrupt_run(stored_name(run_id), f'the run id is stored as a {type(run_id).__name__}, not text')
-    if isinstance(started_at, str):
+    if isinstance(started_at, int) and not isinstance(started_at, bool):
+        try:
+            started_at = from_micros(started_at)
+        except OverflowError as error:
+            raise _corrupt_run(run_id, f'started_at is not a timestamp ({error})') from error
+    elif isinstance(started_at, str):
         try:
             started_at = parse_timestamp(started_at)
         except ValueError as error:
             raise _corrupt_run(run_id, f'started_at is not a timestamp ({error})') from error
-    elif not isinstance(started_at, datetime):  # pyright: ignore[reportUnnecessaryIsInstance]
+    elif not isinstance(started_at, datetime):
         raise _corrupt_run(run_id, f'started_at is a {type(started_at).__name__}, not a timestamp')
     if not isinstance(metadata, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _corrupt_run(run_id, f'metadata is a {type(metadata).__name__}, not JSON text')

@@ -22,6 +22,7 @@ from ..base import (
     SnapshotState,
     StoredBody,
     decode_body,
+    from_micros,
     load_messages,
     parse_timestamp,
 )
@@ -55,7 +56,8 @@ class SnapshotRow:
         index: The snapshot's position in the run.
         step_index: The agent's run step when it was taken.
         state: The stored state text (checked by `decode_snapshot`).
-        saved_at: The stored timestamp: a `datetime` from Postgres, ISO text from SQLite.
+        saved_at: The stored timestamp: a `datetime` from Postgres, microseconds since the epoch
+            from SQLite (ISO text in a row written before schema version 11 that did not convert).
         ranges: The stored log ranges as JSON text.
         size: The stored message count, checked against the ranges.
     """
@@ -64,7 +66,7 @@ class SnapshotRow:
     index: int
     step_index: int
     state: str
-    saved_at: datetime | str
+    saved_at: datetime | str | int
     ranges: str
     size: int
 
@@ -270,7 +272,12 @@ def _decode_state(row: SnapshotRow) -> SnapshotState:
 def _decode_saved_at(row: SnapshotRow) -> datetime:
     if isinstance(row.saved_at, datetime):
         return row.saved_at
-    if not isinstance(row.saved_at, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(row.saved_at, int) and not isinstance(row.saved_at, bool):
+        try:
+            return from_micros(row.saved_at)
+        except OverflowError as error:
+            raise CorruptSnapshotError(row.run_id, row.index, f'saved_at is not a timestamp ({error})') from error
+    if not isinstance(row.saved_at, str):
         raise CorruptSnapshotError(
             row.run_id, row.index, f'saved_at is a {type(row.saved_at).__name__}, not a timestamp'
         )

@@ -32,6 +32,24 @@ SQLITE_INDEX_RESET: tuple[LiteralString, ...] = (
 What an index-format migration does (versions 6 and 7; version 4 did it as it replaced a table),
 and what `durable-recall check --rebuild-index` does (`SqliteIndex.rebuild`)."""
 
+
+def _micros(column: LiteralString) -> LiteralString:
+    """SQL for the microseconds since the epoch of `column` as `format_timestamp` wrote it (schema 10's text).
+
+    Any other value (damaged, or hand-edited) is kept, so that reading it still names it rather than
+    losing the row or reading it as another time: text and blobs as they are, and a number (which
+    the new integer column would take for a time) as text that says what it was.
+    """
+    return (
+        f"COALESCE(CASE WHEN typeof({column}) = 'text' AND {column} GLOB"
+        " '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
+        ".[0-9][0-9][0-9][0-9][0-9][0-9]+00:00'"
+        f" THEN CAST(strftime('%s', substr({column}, 1, 19)) AS INTEGER) * 1000000"
+        f' + CAST(substr({column}, 21, 6) AS INTEGER) END,'
+        f" CASE WHEN typeof({column}) IN ('integer', 'real') THEN 'a number: ' || {column} ELSE {column} END)"
+    )
+
+
 SQLITE_META: LiteralString = (
     'CREATE TABLE IF NOT EXISTS dr_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID'
 )
@@ -210,5 +228,36 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         # Version 11: open tails of postings hold varint records (`INDEX_VERSION` 6): rebuild the index.
         *SQLITE_INDEX_RESET,
         "UPDATE dr_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
+        # Run and snapshot times as integer microseconds since the epoch (`durable_recall.base.to_micros`).
+        'CREATE TABLE dr_runs_v11 ('
+        ' run_id TEXT PRIMARY KEY NOT NULL,'
+        ' conversation_id TEXT,'
+        ' parent_run_id TEXT,'
+        ' agent_name TEXT,'
+        ' metadata TEXT NOT NULL,'
+        ' started_at INTEGER NOT NULL,'
+        ' token TEXT NOT NULL'
+        ') WITHOUT ROWID',
+        'INSERT INTO dr_runs_v11 (run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token)'
+        f' SELECT run_id, conversation_id, parent_run_id, agent_name, metadata, {_micros("started_at")}, token'
+        ' FROM dr_runs',
+        'DROP TABLE dr_runs',
+        'ALTER TABLE dr_runs_v11 RENAME TO dr_runs',
+        'CREATE INDEX dr_runs_by_conversation ON dr_runs (conversation_id, started_at, run_id)',
+        'CREATE INDEX dr_runs_by_parent ON dr_runs (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+        'CREATE TABLE dr_snapshots_v11 ('
+        ' run_id TEXT NOT NULL,'
+        ' idx INTEGER NOT NULL,'
+        ' step_index INTEGER NOT NULL,'
+        ' state TEXT NOT NULL,'
+        ' saved_at INTEGER NOT NULL,'
+        ' ranges TEXT NOT NULL,'
+        ' size INTEGER NOT NULL,'
+        ' PRIMARY KEY (run_id, idx)'
+        ') WITHOUT ROWID',
+        'INSERT INTO dr_snapshots_v11 (run_id, idx, step_index, state, saved_at, ranges, size)'
+        f' SELECT run_id, idx, step_index, state, {_micros("saved_at")}, ranges, size FROM dr_snapshots',
+        'DROP TABLE dr_snapshots',
+        'ALTER TABLE dr_snapshots_v11 RENAME TO dr_snapshots',
     ),
 )

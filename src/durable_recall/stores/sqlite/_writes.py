@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from ...base import RunRecord, RunRegistration, SnapshotDelta, StoredBody, format_timestamp
+from ...base import RunRecord, RunRegistration, SnapshotDelta, StoredBody, to_micros
 from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
@@ -54,7 +54,7 @@ def _register(conn: sqlite3.Connection, registration: RunRegistration) -> RunRec
             record.parent_run_id,
             record.agent_name,
             encode_metadata(record.metadata),
-            format_timestamp(record.started_at),
+            to_micros(record.started_at),
             record.token,
         ),
     )
@@ -145,7 +145,7 @@ def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
     )
     conn.executemany(
         f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        [(s.run_id, s.index, s.step_index, s.state, format_timestamp(s.saved_at), s.ranges, s.size) for s in snapshots],
+        [(s.run_id, s.index, s.step_index, s.state, to_micros(s.saved_at), s.ranges, s.size) for s in snapshots],
     )
 
 
