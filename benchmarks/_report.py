@@ -21,7 +21,7 @@ from benchmarks._breakdown import Breakdown, render
 from benchmarks._cli_start import CliStart
 from benchmarks._measure import Side, percentile
 
-__all__ = ('MISSED_BECAUSE', 'TARGETS', 'Report', 'describe', 'describe_rest')
+__all__ = ('MISSED_BECAUSE', 'TARGETS', 'Report', 'describe', 'describe_rest', 'missed_reasons')
 
 TARGETS = {
     'speedup': 1000.0,
@@ -89,6 +89,10 @@ class Report:
     setup: dict[str, float] = field(default_factory=dict[str, float])
 
     def table(self) -> str:
+        return _align(*self.rows())
+
+    def rows(self) -> tuple[list[str], list[list[str]]]:
+        """The table's header and rows: metric, a figure per side, ratio, target and verdict."""
         reference = next((side for side in self.sides if side.label.startswith('reference')), None)
         rows: list[list[str]] = []
 
@@ -167,7 +171,7 @@ class Report:
                     f'<= {TARGETS["cli_start_s"] * 1000:,.0f} ms',
                     _verdict(median <= TARGETS['cli_start_s'], f'{_ms(median)} ms'),
                 )
-        return _align(['metric', *(side.label for side in self.sides), 'ratio', 'target', 'verdict'], rows)
+        return ['metric', *(side.label for side in self.sides), 'ratio', 'target', 'verdict'], rows
 
     def _ours(self) -> list[Side]:
         return [side for side in self.sides if side.label.startswith('ours')]
@@ -280,21 +284,26 @@ def describe(report: Report) -> str:
         '',
         report.table(),
     ]
-    table = lines[-1]
-    reasons = {**MISSED_BECAUSE, **report.reasons}
-    if report.cli is not None:
-        reasons['CLI start'] = report.cli.reason()
-    missed = [
-        f'  {metric}: {reason}'
-        for metric, reason in reasons.items()
-        if any(row.startswith(metric) and 'MISSED' in row for row in table.splitlines())
-    ]
+    missed = [f'  {metric}: {reason}' for metric, reason in missed_reasons(report)]
     if missed:
         lines += ['', 'why a target is missed:', *missed]
     for breakdown in report.breakdowns:
         label = f'ours {breakdown.backend}'
         lines += ['', render(breakdown, label=label, raw_bytes=report.raw_bytes, runs=report.runs)]
     return '\n'.join(lines)
+
+
+def missed_reasons(report: Report) -> list[tuple[str, str]]:
+    """`(metric, reason)` for each metric whose target the report's table marks missed."""
+    reasons = {**MISSED_BECAUSE, **report.reasons}
+    if report.cli is not None:
+        reasons['CLI start'] = report.cli.reason()
+    rows = report.rows()[1]
+    return [
+        (metric, reason)
+        for metric, reason in reasons.items()
+        if any(row[0].startswith(metric) and 'MISSED' in row[-1] for row in rows)
+    ]
 
 
 MISSED_BECAUSE = {

@@ -105,6 +105,28 @@ def test_runner_prints_the_table_at_a_tiny_size() -> None:
     assert 'CLI start: durable-recall conversations --store FILE (ms)' in out
 
 
+def test_suite_runs_every_workload_and_writes_the_readme_tables(tmp_path: Path) -> None:
+    markdown = tmp_path / 'figures.md'
+    done = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.suite', '--tiny', '--markdown', str(markdown)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    summary = done.stdout.split('every target, per workload:')[1]
+    for target in ('search p50, warm (ms): <= 2 ms', 'storage / raw message text', 'overlap@10 vs exact BM25 oracle'):
+        assert target in summary
+    for workload in ('long-runs tiny', 'chat tiny'):
+        assert workload in summary
+    text = markdown.read_text()
+    assert text.startswith('`python -m benchmarks.suite --tiny` on ')
+    assert '| target | long-runs tiny | chat tiny |' in text
+    assert text.count('| metric | ours SQLite |') == 2  # each run's own table
+    assert 'Why a target is missed:' in text  # the tiny stores miss the storage target, with the reason
+
+
 @pytest.mark.skipif(not (CACHE / 'harness-0.62.0' / '.ready').exists(), reason='the reference venv is not built')
 def test_reference_driver_ingests_and_searches(tmp_path: Path) -> None:
     conversation = generate_conversation(9, 40)
