@@ -1,6 +1,7 @@
 """`conversations`, `runs` and `show`: what a store holds, with counts and times.
 
-Listing conversations reads run records only (one query). Listing runs and showing one read each
+Listing conversations counts runs in the store (one grouped query on SQLite and Postgres; run
+records elsewhere). Listing runs and showing one read each
 run's snapshots and rebuild its record, which on a large store is the slow part: it reports
 progress per run on stderr. Only `conversations` runs without pydantic-ai: the other two decode
 messages, and import it when they do.
@@ -11,11 +12,10 @@ from __future__ import annotations
 import argparse
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..base import CorruptSnapshotError, RunRecord
+from ..stores import ConversationSummaries, summarize_conversations
 from ..text import display_lines, message_role
 from ._errors import CliError
 from ._output import Progress, field_lines, human_time, iso_time, table, terminal_width, write_json
@@ -46,33 +46,13 @@ def run_json(run: RunRecord) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class _ConversationRow:
-    conversation_id: str
-    runs: int
-    first_started_at: datetime
-    last_started_at: datetime
-
-
 async def list_conversations(opened: OpenedStore, args: argparse.Namespace, out: TextIO) -> int:
-    """Each conversation, oldest first, with its run count and start times (one query: run records only)."""
-    runs = await opened.store.list_runs()
-    grouped: dict[str, list[RunRecord]] = {}
-    loose = 0
-    for run in runs:
-        if run.conversation_id:
-            grouped.setdefault(run.conversation_id, []).append(run)
-        else:
-            loose += 1
-    rows = [
-        _ConversationRow(
-            conversation_id,
-            len(members),
-            min(run.started_at for run in members),
-            max(run.started_at for run in members),
-        )
-        for conversation_id, members in grouped.items()
-    ]
+    """Each conversation, oldest first, with its run count and start times (counted by the store where it can)."""
+    store = opened.store
+    if isinstance(store, ConversationSummaries):
+        rows, loose = await store.conversation_summaries()
+    else:
+        rows, loose = summarize_conversations(await store.list_runs())
     rows.sort(key=lambda row: (row.first_started_at, row.conversation_id))
     if args.json:
         items = [
@@ -95,7 +75,8 @@ async def list_conversations(opened: OpenedStore, args: argparse.Namespace, out:
             for row in rows
         ]
         out.write('\n'.join(table(headers, body)) + '\n')
-        out.write(f'\n{count(len(rows), "conversation")}, {count(len(runs) - loose, "run")} in {opened.label}\n')
+        runs = sum(row.runs for row in rows)
+        out.write(f'\n{count(len(rows), "conversation")}, {count(runs, "run")} in {opened.label}\n')
     if loose:
         out.write(f'{count(loose, "run")} without a conversation id (see `runs --all`)\n')
     return 0

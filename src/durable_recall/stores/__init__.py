@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._protocol import BatchSaver, StepStore
+from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, StepStore
+from ._summaries import summarize_conversations
 from ._url import open_store, redact_url
 from .memory import InMemoryStepStore, MemoryIndex
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = (
     'BatchSaver',
+    'ConversationSummaries',
+    'ConversationSummary',
     'InMemoryStepStore',
     'MemoryIndex',
     'PostgresStepStore',
@@ -27,6 +30,7 @@ __all__ = (
     'StepStore',
     'open_store',
     'redact_url',
+    'summarize_conversations',
 )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from ..base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from ..index import SnapshotReader
 
-__all__ = ('BatchSaver', 'StepStore')
+__all__ = ('BatchSaver', 'ConversationSummary', 'ConversationSummaries', 'StepStore')
 
 
 @runtime_checkable
@@ -97,5 +99,39 @@ class BatchSaver(Protocol):
         Raises:
             RunIdConflictError: The run id is registered with a different token; nothing is stored.
             SnapshotChainError: As for `save_snapshots`; the registration is not stored either.
+        """
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationSummary:
+    """A conversation's runs in a store, counted: what `durable-recall conversations` lists.
+
+    Attributes:
+        conversation_id: The conversation.
+        runs: How many runs it has.
+        first_started_at: When its first run was registered (UTC).
+        last_started_at: When its last run was registered (UTC).
+    """
+
+    conversation_id: str
+    runs: int
+    first_started_at: datetime
+    last_started_at: datetime
+
+
+@runtime_checkable
+class ConversationSummaries(Protocol):
+    """A store that counts its conversations' runs itself (the SQL stores: one grouped query).
+
+    Listing every run to count them builds a record per run; a store of a million messages holds
+    tens of thousands of runs, which took the command line seconds.
+    """
+
+    async def conversation_summaries(self) -> tuple[list[ConversationSummary], int]:
+        """Each conversation with runs (in no particular order), and the number of runs without one.
+
+        Raises:
+            CorruptRunError: A run's conversation id or start time is stored as another type.
         """
         ...

@@ -23,6 +23,8 @@ from ...base import (
 from ...index import MemoryVectors
 from .._batch_write import chain_gap, unregistered_run
 from .._chain import Inherited, LogRange, plan_delta, snapshot_seqs
+from .._protocol import ConversationSummary
+from .._summaries import summarize_conversations
 from ._index import MemoryIndex
 
 if TYPE_CHECKING:
@@ -103,6 +105,9 @@ class InMemoryStepStore:
 
     async def list_conversations(self) -> list[str]:
         return sorted({run.record.conversation_id for run in self._runs.values() if run.record.conversation_id})
+
+    async def conversation_summaries(self) -> tuple[list[ConversationSummary], int]:
+        return summarize_conversations(run.record for run in self._runs.values())
 
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
         return (await self._save([delta]))[0]

@@ -11,6 +11,7 @@ import anyio.to_thread
 from ...base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from .._batch_write import encode_deltas
 from .._log_refs import spans
+from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
 from .._snapshot_rows import check_consecutive, decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
@@ -133,6 +134,29 @@ class PostgresStepStore:
             await cur.execute(self._sql(query), params)
             rows = await cur.fetchall()
         return [run_from_row(row) for row in rows]
+
+    async def conversation_summaries(self) -> tuple[list[ConversationSummary], int]:
+        """Each conversation's run count and first and last start, counted in SQL (`ConversationSummaries`)."""
+        async with self._transaction() as cur:
+            await cur.execute(
+                self._sql(
+                    'SELECT conversation_id, COUNT(*), MIN(started_at), MAX(started_at) FROM {runs}'
+                    " WHERE conversation_id <> '' GROUP BY conversation_id"
+                )
+            )
+            rows = await cur.fetchall()
+            await cur.execute(self._sql("SELECT COUNT(*) FROM {runs} WHERE COALESCE(conversation_id, '') = ''"))
+            found = await cur.fetchone()
+        summaries = [
+            ConversationSummary(
+                conversation_id=conversation_id,
+                runs=runs,
+                first_started_at=first.astimezone(UTC),
+                last_started_at=last.astimezone(UTC),
+            )
+            for conversation_id, runs, first, last in rows
+        ]
+        return summaries, 0 if found is None else found[0]
 
     async def list_conversations(self) -> list[str]:
         async with self._transaction() as cur:

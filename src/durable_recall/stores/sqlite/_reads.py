@@ -22,6 +22,7 @@ from ._params import chunked, marks
 __all__ = (
     'RUN_COLUMNS',
     'SNAPSHOT_COLUMNS',
+    'conversation_summaries',
     'conversations',
     'latest_snapshot_row',
     'log_entries',
@@ -111,6 +112,27 @@ def conversations(conn: sqlite3.Connection) -> list[str]:
     query = "SELECT run_id, typeof(conversation_id) FROM dr_runs WHERE typeof(conversation_id) NOT IN ('text', 'null')"
     run_id, kind = conn.execute(query).fetchone()
     raise CorruptRunError(stored_name(run_id), f'conversation_id is stored as {kind}, not text')
+
+
+def conversation_summaries(conn: sqlite3.Connection) -> tuple[list[tuple[str, int, int, int]], int] | None:
+    """`(conversation id, runs, first start, last start)` per conversation (starts in microseconds), and loose runs.
+
+    One pass over `dr_runs_by_conversation`, grouped in SQL. `None` when a run's conversation id
+    or start time is stored as another type than this release writes: then the caller reads the
+    runs one by one, which names such a row (or reads a start time a hand edit stored as text).
+    """
+    with transaction(conn, 'BEGIN'):
+        rows = conn.execute(
+            'SELECT conversation_id, COUNT(*), MIN(started_at), MAX(started_at),'
+            " SUM(typeof(started_at) <> 'integer') FROM dr_runs"
+            " WHERE conversation_id IS NOT NULL AND conversation_id <> '' GROUP BY conversation_id"
+        ).fetchall()
+        [(loose,)] = conn.execute(
+            "SELECT COUNT(*) FROM dr_runs WHERE conversation_id IS NULL OR conversation_id = ''"
+        ).fetchall()
+    if all(isinstance(row[0], str) and not row[4] for row in rows):
+        return [(conversation_id, runs, first, last) for conversation_id, runs, first, last, _ in rows], loose
+    return None
 
 
 def runs_listed(conn: sqlite3.Connection, conversation_id: str | None, parent_run_id: str | None) -> list[Any]:

@@ -19,11 +19,14 @@ from ...base import (
     Snapshot,
     SnapshotDelta,
     StoredBody,
+    from_micros,
 )
 from .._batch_write import encode_deltas
 from .._log_refs import spans
+from .._protocol import ConversationSummary
 from .._run_rows import run_record
 from .._snapshot_rows import SnapshotRow, decode_log, decode_ranges, decode_snapshot, decode_snapshots
+from .._summaries import summarize_conversations
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
 from ._index import SqliteIndex
@@ -96,6 +99,26 @@ class SqliteStepStore:
     async def list_conversations(self) -> list[str]:
         with _text_of_runs([]):
             return await self._db.call(_reads.conversations)
+
+    async def conversation_summaries(self) -> tuple[list[ConversationSummary], int]:
+        """Each conversation's run count and first and last start, counted in SQL (`ConversationSummaries`)."""
+        found = await self._db.call(_reads.conversation_summaries)
+        if found is None:
+            return summarize_conversations(await self.list_runs())
+        rows, loose = found
+        try:
+            summaries = [
+                ConversationSummary(
+                    conversation_id=conversation_id,
+                    runs=runs,
+                    first_started_at=from_micros(first),
+                    last_started_at=from_micros(last),
+                )
+                for conversation_id, runs, first, last in rows
+            ]
+        except OverflowError:  # a start time past the years a datetime holds: reading the runs names it
+            return summarize_conversations(await self.list_runs())
+        return summaries, loose
 
     async def save_snapshot(self, delta: SnapshotDelta) -> bool:
         return (await self._save([delta]))[0]
