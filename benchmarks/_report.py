@@ -307,20 +307,23 @@ def missed_reasons(report: Report) -> list[tuple[str, str]]:
 
 
 MISSED_BECAUSE = {
-    'search p50, warm': 'common words are scored with numpy now, but the first search to meet one inflates all of '
-    'its chunks (~10 us each, hundreds for a word in a fifth of the messages); then the answer reads back, decodes '
-    'and renders the windows it shows (~35 messages, ~45 us each: pydantic validation ~20 us, inflate ~10 us, '
-    'render ~10 us; plus a worker-thread hop per read)',
+    'search p50, warm': 'at 100,000 messages, two costs of about equal size, each near the whole budget: a query '
+    "word met for the first time in the process is decoded whole (a common word's hundreds of sealed chunks are "
+    'inflated and joined into numpy columns, ~10 us a chunk; sealed chunks carry no score bound that would let a '
+    'search skip one), and the answer reads back, decodes and renders the windows it shows (35 to 40 messages, '
+    '~50 us each: pydantic validation 20 to 30 us, inflate ~10 us, render ~10 us)',
     'search p50, cold process': 'besides the postings, the first search of a process reads back, decodes and renders '
-    'the messages its answer shows (~35 messages at ~45 us each, more on a first call), and pays a worker thread '
-    'and each statement the first time; on Postgres it also opens the connection pool, and every read is a '
-    'network round trip',
+    'the messages its answer shows (~35 messages at ~45 us each, more on a first call), prepares each statement '
+    "the first time, checks the schema (in a worker thread on SQLite) and reads the conversation's run list once, to "
+    "lay out windows across runs; on Postgres it opens two connections (the schema check's, then the pool's: 5 "
+    'to 15 ms each here) and every read is a round trip',
     'ingest': 'catching a run up folds each of its step snapshots (a compaction window each; an inherited window is '
     'decoded and hashed once per catch-up, not per run), then hashes and tokenizes each new message into postings, '
     'in Python: ~0.5 ms a message; the store alone writes 3,000 to 6,000 messages/s',
-    'storage / raw message text': 'postings share rows (an open tail and packed chunks per word and conversation), '
-    'but each rare word (an id, a number, a path) still takes a row of its own, ~25 bytes of key and cell overhead '
-    'for a posting or two; on Postgres a row also pays a tuple header and a B-tree entry',
+    'storage / raw message text': 'postings share rows (an open tail of varint records and packed chunks per word '
+    'and conversation), but each rare word (an id, a number, a path) still takes a row of its own, ~20 bytes of '
+    'key and cell overhead for a posting or two of ~5 bytes; on Postgres a row also pays a tuple header and a '
+    'B-tree entry',
 }
 """Why each target is missed where it is, printed under the table (the README says more)."""
 
