@@ -36,7 +36,7 @@ from benchmarks._measure import (
     reference_ingest,
     write_store,
 )
-from benchmarks._report import TARGETS, Report, describe
+from benchmarks._report import STORAGE_TARGETS, Report, describe
 from benchmarks._script import Conversation, generate_conversation, make_queries, raw_text_bytes
 from benchmarks._stores import StoreSpec, clone_conversation, postgres_size, sqlite_size
 from benchmarks._venv import reference_python
@@ -205,7 +205,7 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             store_messages=store_messages,
             conversations=conversations,
             speed_vs_reference=plan.target < 100_000,
-            storage_targets={sides[0].label: TARGETS['storage_ratio']},
+            storage_targets=STORAGE_TARGETS,
             runs=len(target.runs),
             cli=cli,
             setup=setup,

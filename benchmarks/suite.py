@@ -119,7 +119,10 @@ def markdown(reports: list[Report], elapsed: float, command: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the three workloads, print the summary, write the markdown if asked."""
-    parser = argparse.ArgumentParser(prog='python -m benchmarks.suite', description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog='python -m benchmarks.suite',
+        description='Every performance target: small (with the reference), large and chat.',
+    )
     parser.add_argument('--postgres', metavar='URL', help='also measure PostgresStepStore (throwaway schemas)')
     parser.add_argument(
         '--large',
