@@ -153,3 +153,44 @@ async def test_an_inline_reads_sqlite_error_is_translated(tmp_path: Path) -> Non
         await connection.lookup(busy)
     assert (await store.get_run('run-1')) is not None  # the connection was released
     await store.aclose()
+
+
+async def test_a_close_between_the_check_and_the_lock_sends_the_read_to_a_worker(
+    tmp_path: Path, hops: list[str]
+) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    await store.get_run('run-1')
+    connection: SqliteConnection = store._db
+    real = connection._lock
+
+    class ClosingFirst:
+        """A lock whose first non-blocking acquire finds the connection closed by another thread meanwhile."""
+
+        closed = False
+
+        def acquire(self, blocking: bool = True) -> bool:
+            if not blocking and not self.closed:
+                self.closed = True
+                connection.locked(lambda conn: conn.close())
+                connection._conn = None
+                connection._schema_ready = False
+            return real.acquire(blocking)
+
+        def release(self) -> None:
+            real.release()
+
+        def __enter__(self) -> bool:
+            return real.__enter__()
+
+        def __exit__(self, *exc: object) -> None:
+            real.__exit__(*exc)  # pyright: ignore[reportArgumentType]
+
+    connection._lock = ClosingFirst()  # pyright: ignore[reportAttributeAccessIssue]
+    hops.clear()
+
+    record = await store.get_run('run-1')
+
+    assert record is not None and record.run_id == 'run-1'
+    assert len(hops) == 1  # reopened and checked in a worker, not read from a closed connection
+    connection._lock = real
+    await store.aclose()

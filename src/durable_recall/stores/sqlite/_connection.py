@@ -149,12 +149,15 @@ class SqliteConnection:
         wait on another process's write lock), the read goes to a worker thread as `read` does.
         Writes and scans never come here.
         """
-        if self._conn is not None and self._schema_ready and self._lock.acquire(blocking=False):
+        if self._schema_ready and self._lock.acquire(blocking=False):
             try:
-                found = self._translated(query, self._conn)
+                # Read under the lock: a `close` in another thread may have run since the check.
+                conn = self._conn if self._schema_ready else None
+                found = None if conn is None else (self._translated(query, conn),)
             finally:
                 self._lock.release()
-            return finish(found)
+            if found is not None:
+                return finish(found[0])
         return await self.read(query, finish)
 
     def locked(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
