@@ -31,7 +31,7 @@ from ._records import (
     SnapshotDelta,
     SnapshotState,
 )
-from ._time import format_timestamp, from_micros, parse_timestamp, to_micros
+from ._time import format_timestamp, from_micros, parse_timestamp, stored_time, to_micros
 from ._warnings import DurableRecallDeprecationWarning
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ __all__ = (
     'load_messages',
     'parse_timestamp',
     'require_conversation_store',
+    'stored_time',
     'to_micros',
     'warm_codec',
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-__all__ = ('format_timestamp', 'from_micros', 'parse_timestamp', 'to_micros')
+__all__ = ('format_timestamp', 'from_micros', 'parse_timestamp', 'stored_time', 'to_micros')
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -44,3 +44,28 @@ def from_micros(micros: int) -> datetime:
         OverflowError: The moment is outside the years a `datetime` holds.
     """
     return _EPOCH + timedelta(microseconds=micros)
+
+
+def stored_time(value: object) -> datetime:
+    """A stored timestamp read back, whichever way its store holds it.
+
+    A `datetime` (Postgres), integer microseconds (SQLite since schema version 11) or
+    `format_timestamp` text (SQLite before): one reading for run and snapshot rows alike.
+
+    Raises:
+        ValueError: The value is none of those; the message follows the column's name
+            (`started_at is a bytes, not a timestamp`).
+    """
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return from_micros(value)
+        except OverflowError as error:
+            raise ValueError(f'is not a timestamp ({error})') from error
+    if isinstance(value, str):
+        try:
+            return parse_timestamp(value)
+        except ValueError as error:
+            raise ValueError(f'is not a timestamp ({error})') from error
+    raise ValueError(f'is a {type(value).__name__}, not a timestamp')

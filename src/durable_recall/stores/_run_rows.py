@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from ..base import CorruptRunError, RunRecord, from_micros, parse_timestamp
+from ..base import CorruptRunError, RunRecord, stored_time
 from ..index import IndexedRunRow
 
 __all__ = ('decode_metadata', 'encode_metadata', 'indexed_run', 'missing_run', 'run_record', 'stored_name')
@@ -57,18 +57,10 @@ def run_record(
     """
     if not isinstance(run_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _corrupt_run(stored_name(run_id), f'the run id is stored as a {type(run_id).__name__}, not text')
-    if isinstance(started_at, int) and not isinstance(started_at, bool):
-        try:
-            started_at = from_micros(started_at)
-        except OverflowError as error:
-            raise _corrupt_run(run_id, f'started_at is not a timestamp ({error})') from error
-    elif isinstance(started_at, str):
-        try:
-            started_at = parse_timestamp(started_at)
-        except ValueError as error:
-            raise _corrupt_run(run_id, f'started_at is not a timestamp ({error})') from error
-    elif not isinstance(started_at, datetime):
-        raise _corrupt_run(run_id, f'started_at is a {type(started_at).__name__}, not a timestamp')
+    try:
+        started = stored_time(started_at)
+    except ValueError as error:
+        raise _corrupt_run(run_id, f'started_at {error}') from error
     if not isinstance(metadata, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _corrupt_run(run_id, f'metadata is a {type(metadata).__name__}, not JSON text')
     labels: tuple[tuple[str, object], ...] = (
@@ -85,7 +77,7 @@ def run_record(
         parent_run_id=parent_run_id,
         agent_name=agent_name,
         metadata=decode_metadata(run_id, metadata),
-        started_at=started_at,
+        started_at=started,
         token=token,
     )
 

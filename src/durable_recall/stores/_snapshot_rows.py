@@ -22,9 +22,8 @@ from ..base import (
     SnapshotState,
     StoredBody,
     decode_body,
-    from_micros,
     load_messages,
-    parse_timestamp,
+    stored_time,
 )
 from ._chain import LogRange, ranges_size, snapshot_seqs
 
@@ -270,21 +269,10 @@ def _decode_state(row: SnapshotRow) -> SnapshotState:
 
 
 def _decode_saved_at(row: SnapshotRow) -> datetime:
-    if isinstance(row.saved_at, datetime):
-        return row.saved_at
-    if isinstance(row.saved_at, int) and not isinstance(row.saved_at, bool):
-        try:
-            return from_micros(row.saved_at)
-        except OverflowError as error:
-            raise CorruptSnapshotError(row.run_id, row.index, f'saved_at is not a timestamp ({error})') from error
-    if not isinstance(row.saved_at, str):
-        raise CorruptSnapshotError(
-            row.run_id, row.index, f'saved_at is a {type(row.saved_at).__name__}, not a timestamp'
-        )
     try:
-        return parse_timestamp(row.saved_at)
+        return stored_time(row.saved_at)
     except ValueError as error:
-        raise CorruptSnapshotError(row.run_id, row.index, f'saved_at is not a timestamp ({error})') from error
+        raise CorruptSnapshotError(row.run_id, row.index, f'saved_at {error}') from error
 
 
 def _is_range(item: Any) -> TypeGuard[Sequence[int]]:

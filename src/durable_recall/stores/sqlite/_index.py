@@ -70,6 +70,23 @@ _RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, t
 _PENDING = 'SELECT p.run_id FROM dr_pending AS p JOIN dr_runs AS r ON r.run_id = p.run_id'
 
 
+class _Lend(Protocol):
+    """`SqliteConnection.call` or `.lookup`: runs a query holding the connection."""
+
+    async def __call__(self, query: Callable[[sqlite3.Connection], _T]) -> _T: ...
+
+
+def _renaming(lend: _Lend, prefix: str) -> _Lend:
+    """`lend`, with its queries' `dr_` tables named with `prefix` instead."""
+    if prefix == 'dr_':
+        return lend
+
+    async def renamed(query: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await lend(lambda conn: query(cast(sqlite3.Connection, _Renamed(conn, prefix))))
+
+    return renamed
+
+
 class SqliteIndex:
     """`IndexStorage` over the SQLite store's connection."""
 
@@ -80,19 +97,8 @@ class SqliteIndex:
             db: The connection the index's tables are in.
             prefix: The tables' name prefix (`'drc_'`: a conversation store's index).
         """
-        if prefix == 'dr_':
-            self._run = db.call
-            self._look = db.lookup
-        else:
-
-            async def run(query: Callable[[sqlite3.Connection], _T]) -> _T:
-                return await db.call(lambda conn: query(cast(sqlite3.Connection, _Renamed(conn, prefix))))
-
-            async def look(query: Callable[[sqlite3.Connection], _T]) -> _T:
-                return await db.lookup(lambda conn: query(cast(sqlite3.Connection, _Renamed(conn, prefix))))
-
-            self._run = run
-            self._look = look
+        self._run = _renaming(db.call, prefix)
+        self._look = _renaming(db.lookup, prefix)
 
     def __repr__(self) -> str:
         return 'SqliteIndex()'
