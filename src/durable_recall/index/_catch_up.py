@@ -139,6 +139,21 @@ class Indexer:
         """
         records, problems = await self._records(run_ids)
         rows = await self._storage.load_runs(run_ids)
+        feed = self._feed if isinstance(self._feed, SnapshotFeed) else None
+        if feed is not None:
+            found = [run_id for run_id in run_ids if run_id in records]
+            await feed.read_ahead({run_id: row.seen if (row := rows.get(run_id)) else -1 for run_id in found})
+        try:
+            return problems + await self._prepare_batch(run_ids, records, rows)
+        finally:
+            if feed is not None:
+                feed.drop_ahead()
+
+    async def _prepare_batch(
+        self, run_ids: list[str], records: Mapping[str, RunRecord], rows: Mapping[str, IndexedRunRow]
+    ) -> list[Unreadable]:
+        """Prepare the batch's runs in order and commit them together (`_BATCH_POSTINGS` at a time)."""
+        problems: list[Unreadable] = []
         pending: list[RunCommit] = []
         held: dict[str, dict[bytes, str]] = {}
         size = 0

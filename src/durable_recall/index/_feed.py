@@ -7,14 +7,14 @@ state names) are read. The search layer feeds any other history source through t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..base import CorruptSnapshotError, RunRecord
 from ..history import Cleaned, FoldState, RecordBuilder
 from ._layout import decode_ints
-from ._reader import SharingReader, SnapshotReader
+from ._reader import Listing, SharingReader, SnapshotReader
 from ._storage import IndexedRunRow
 
 if TYPE_CHECKING:
@@ -98,15 +98,38 @@ class SnapshotFeed:
         self._cleaned: dict[object, Cleaned] = {}
         """Those messages without their artifacts, likewise (see `RecordBuilder`)."""
         self._sharing = store if isinstance(store, SharingReader) else None
+        self._ahead: dict[str, tuple[int, Listing]] = {}
+        """Listings read ahead for a batch of runs (`read_ahead`), with the watermark each was read after."""
 
     async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         """The runs' records, in one read."""
         return await self._store.get_runs(run_ids)
 
+    async def read_ahead(self, after: Mapping[str, int]) -> None:
+        """Read the listings of a batch of runs about to be folded in one read (see `SharingReader.read_listings`).
+
+        `fold` takes a run's listing from here when it was read after the same watermark, and
+        reads it itself otherwise. What was read ahead for an earlier batch is dropped.
+
+        Args:
+            after: Each run's index watermark (`IndexedRunRow.seen`, -1 for a run never indexed).
+        """
+        self._ahead = {}
+        if self._sharing is not None and len(after) > 1:
+            listings = await self._sharing.read_listings(after)
+            self._ahead = {run_id: (after[run_id], listing) for run_id, listing in listings.items()}
+
+    def drop_ahead(self) -> None:
+        """Forget what `read_ahead` read (a batch is done, or is being redone run by run)."""
+        self._ahead = {}
+
     async def fold(self, run: RunRecord, row: IndexedRunRow | None) -> Folded:
         """Fold the snapshots saved since the run's index row (only those are read)."""
         seen = row.seen if row is not None else -1
-        if self._sharing is not None:
+        ahead = self._ahead.pop(run.run_id, None)
+        if ahead is not None and ahead[0] == seen:
+            snapshots = ahead[1].snapshots(self._decoded)
+        elif self._sharing is not None:
             snapshots = await self._sharing.list_snapshots_sharing(run.run_id, after=seen, shared=self._decoded)
         else:
             snapshots = await self._store.list_snapshots(run.run_id, include_interrupted=True, after=seen)

@@ -15,7 +15,7 @@ from ._storage import IndexStorage
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ('SharingReader', 'SnapshotReader')
+__all__ = ('Listing', 'SharingReader', 'SnapshotReader')
 
 
 @runtime_checkable
@@ -70,6 +70,19 @@ class SnapshotReader(Protocol):
         ...
 
 
+class Listing(Protocol):
+    """A run's listing read ahead (`SharingReader.read_listings`): its rows are in memory, not decoded yet."""
+
+    def snapshots(self, shared: MutableMapping[object, ModelMessage]) -> list[Snapshot]:
+        """Decode the listing, as `list_snapshots_sharing` would have returned it.
+
+        Raises:
+            CorruptSnapshotError: A row did not read or does not decode (the same error the
+                run's own listing would raise).
+        """
+        ...
+
+
 @runtime_checkable
 class SharingReader(Protocol):
     """A store that decodes a listing through its reader's cache of messages by stored body.
@@ -90,5 +103,24 @@ class SharingReader(Protocol):
             after: As for `list_snapshots`.
             shared: Decoded messages by stored body (`Snapshot.bodies`): read for the bodies it
                 holds, filled with the ones decoded. The snapshots returned share those objects.
+        """
+        ...
+
+    async def read_listings(self, after: Mapping[str, int]) -> dict[str, Listing]:
+        """Several runs' listings (`list_snapshots(include_interrupted=True, after=...)`) in one read, decoded later.
+
+        Catch-up reads a batch of runs one after the other, and each run's listing is a few rows:
+        on a chat's thousands of short runs, a worker-thread hop (SQLite) or a transaction's round
+        trips (Postgres) per run cost more than the rows. This reads the batch's rows in one
+        transaction; each run's listing is decoded when its turn comes, through the cache that
+        the earlier runs filled.
+
+        Args:
+            after: Each run's watermark, as for `list_snapshots`.
+
+        Returns:
+            A listing per run asked (a run without rows after its watermark lists nothing); a
+            run whose rows do not read gets a listing that raises its error when decoded, so
+            one damaged run does not stop the others.
         """
         ...

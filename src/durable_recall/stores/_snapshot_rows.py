@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = (
+    'ReadListing',
     'SnapshotRow',
     'decode_log',
     'decode_ranges',
@@ -218,6 +219,27 @@ def decode_snapshots(
     """Assemble a listing's snapshots, decoding each log entry once for all of them (see `decode_snapshot`)."""
     decoded: dict[int, ModelMessage] = {}
     return [decode_snapshot(row, log, decoded, shared) for row in rows]
+
+
+@dataclass(frozen=True)
+class ReadListing:
+    """A run's listing read ahead of its decoding (the index's `Listing`): rows and the log entries they span.
+
+    Attributes:
+        rows: The snapshot rows the listing shows, checked to number on from the watermark.
+        log: The log entries they span, by number.
+        error: Why the rows did not read, raised when the listing is decoded instead.
+    """
+
+    rows: Sequence[SnapshotRow]
+    log: Mapping[int, StoredBody | None]
+    error: CorruptSnapshotError | None = None
+
+    def snapshots(self, shared: MutableMapping[object, ModelMessage]) -> list[Snapshot]:
+        """Decode the listing through `shared` (see `decode_snapshots`), or raise why it did not read."""
+        if self.error is not None:
+            raise self.error
+        return decode_snapshots(self.rows, self.log, shared)
 
 
 def decode_log(run_id: str, log: Mapping[int, StoredBody | None]) -> dict[int, ModelMessage]:

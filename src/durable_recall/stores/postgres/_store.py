@@ -8,12 +8,21 @@ from typing import TYPE_CHECKING, LiteralString
 
 import anyio.to_thread
 
-from ...base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ...base import CorruptSnapshotError, PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
-from .._snapshot_rows import check_consecutive, decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
+from .._snapshot_rows import (
+    ReadListing,
+    SnapshotRow,
+    check_consecutive,
+    decode_log,
+    decode_ranges,
+    decode_snapshot,
+    decode_snapshots,
+    log_span,
+)
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
@@ -26,6 +35,14 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
+
+
+_LISTINGS: LiteralString = (
+    'SELECT s.run_id, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size FROM {snapshots} AS s'
+    ' JOIN unnest(%s::text[], %s::bigint[]) AS w (wanted, seen) ON s.run_id = w.wanted AND s.idx > w.seen'
+    ' ORDER BY s.run_id, s.idx'
+)
+"""Snapshot rows of several runs, each after its own watermark (`read_listings`)."""
 
 
 class PostgresStepStore:
@@ -221,6 +238,31 @@ class PostgresStepStore:
                 return []
             log = (await logs(cur, self._db, [(run_id, *log_span(rows))])).get(run_id, {})
         return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log, shared))
+
+    async def read_listings(self, after: Mapping[str, int]) -> dict[str, ReadListing]:
+        """Several runs' listings in one transaction of two round trips (see `SharingReader.read_listings`)."""
+        runs = list(after)
+        if not runs:
+            return {}
+        out: dict[str, ReadListing] = {}
+        shown: dict[str, list[SnapshotRow]] = {}
+        async with self._transaction(snapshot=True) as cur:
+            await cur.execute(self._sql(_LISTINGS), (runs, [after[run_id] for run_id in runs]))
+            found: dict[str, list[SnapshotRow]] = {run_id: [] for run_id in runs}
+            for run_id, *row in await cur.fetchall():
+                found[run_id].append(snapshot_from_row(run_id, tuple(row)))
+            for run_id, rows in found.items():
+                try:
+                    check_consecutive(run_id, rows, after[run_id])
+                except CorruptSnapshotError as error:
+                    out[run_id] = ReadListing((), {}, error)
+                    continue
+                shown[run_id] = [row for row in rows if row.is_shown(True)]
+            spans = [(run_id, *log_span(rows)) for run_id, rows in shown.items() if rows]
+            log = await logs(cur, self._db, spans) if spans else {}
+        for run_id, rows in shown.items():
+            out[run_id] = ReadListing(rows, log.get(run_id, {}) if rows else {})
+        return out
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         # A row of unknown state is not filtered out: it is returned, and raises when decoded.

@@ -33,6 +33,7 @@ __all__ = (
     'owned_entries',
     'run_rows',
     'runs_listed',
+    'listing_rows',
     'snapshot_rows',
 )
 
@@ -154,14 +155,21 @@ def snapshot_rows(
 ) -> tuple[list[SnapshotRow], dict[int, StoredBody | None]]:
     """A run's snapshot rows after index `after` that a listing shows, and the log entries they span."""
     with transaction(conn, 'BEGIN'):
-        query = f'SELECT {SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ? AND idx > ? ORDER BY idx'
-        rows = [SnapshotRow(run_id, *row) for row in conn.execute(query, (run_id, after))]
-        check_consecutive(run_id, rows, after)
-        rows = [row for row in rows if row.is_shown(include_interrupted)]
-        if not rows:
-            return [], {}
-        first, end = log_span(rows)
-        return rows, log_span_entries(conn, run_id, first, end)
+        return listing_rows(conn, run_id, include_interrupted=include_interrupted, after=after)
+
+
+def listing_rows(
+    conn: sqlite3.Connection, run_id: str, *, include_interrupted: bool, after: int
+) -> tuple[list[SnapshotRow], dict[int, StoredBody | None]]:
+    """`snapshot_rows` inside the caller's transaction (a batch of runs read together)."""
+    query = f'SELECT {SNAPSHOT_COLUMNS} FROM dr_snapshots WHERE run_id = ? AND idx > ? ORDER BY idx'
+    rows = [SnapshotRow(run_id, *row) for row in conn.execute(query, (run_id, after))]
+    check_consecutive(run_id, rows, after)
+    rows = [row for row in rows if row.is_shown(include_interrupted)]
+    if not rows:
+        return [], {}
+    first, end = log_span(rows)
+    return rows, log_span_entries(conn, run_id, first, end)
 
 
 def latest_snapshot_row(conn: sqlite3.Connection, run_id: str, *, include_interrupted: bool) -> SnapshotRow | None:

@@ -25,7 +25,7 @@ from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._protocol import ConversationSummary
 from .._run_rows import run_record
-from .._snapshot_rows import SnapshotRow, decode_log, decode_ranges, decode_snapshot, decode_snapshots
+from .._snapshot_rows import ReadListing, SnapshotRow, decode_log, decode_ranges, decode_snapshot, decode_snapshots
 from .._summaries import summarize_conversations
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
@@ -162,6 +162,25 @@ class SqliteStepStore:
 
         with _text_of_log(run_id):
             return await self._db.read(read, lambda found: decode_snapshots(*found, shared))
+
+    async def read_listings(self, after: Mapping[str, int]) -> dict[str, ReadListing]:
+        """Several runs' listings in one transaction and one worker-thread hop (see `SharingReader.read_listings`)."""
+        wanted = dict(after)
+
+        def read(conn: sqlite3.Connection) -> dict[str, ReadListing]:
+            out: dict[str, ReadListing] = {}
+            with transaction(conn, 'BEGIN'):
+                for run_id, seen in wanted.items():
+                    try:
+                        with _text_of_log(run_id):
+                            found = _reads.listing_rows(conn, run_id, include_interrupted=True, after=seen)
+                    except CorruptSnapshotError as error:
+                        out[run_id] = ReadListing((), {}, error)
+                    else:
+                        out[run_id] = ReadListing(*found)
+            return out
+
+        return await self._db.call(read)
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
         def read(conn: sqlite3.Connection) -> tuple[SnapshotRow, dict[int, StoredBody | None]] | None:
