@@ -84,13 +84,39 @@ async def test_writes_and_scans_still_go_to_a_worker(tmp_path: Path, hops: list[
     await store.aclose()
 
 
-async def test_the_first_read_of_a_new_connection_goes_to_a_worker(tmp_path: Path, hops: list[str]) -> None:
+async def test_the_first_read_of_a_file_to_migrate_goes_to_a_worker(tmp_path: Path, hops: list[str]) -> None:
+    store = SqliteStepStore(tmp_path / 'store.db')  # a new file: its tables are created on first use
+
+    first = await store.get_run('run-1')  # creates the tables: may wait on another process's write lock
+    second = await store.get_run('run-1')
+
+    assert first is None and second is None
+    assert len(hops) == 1
+    await store.aclose()
+
+
+async def test_the_first_read_of_a_current_file_takes_no_worker_thread(tmp_path: Path, hops: list[str]) -> None:
     path = tmp_path / 'store.db'
     await (await _store_with_history(path)).aclose()
-    store = SqliteStepStore(path)
+    store = SqliteStepStore(path)  # finds the file at this release's version: nothing to migrate
     hops.clear()
 
-    first = await store.get_run('run-1')  # opens and checks the schema: may wait on a write lock
+    first = await store.get_run('run-1')
+    status = await store.index_storage().status('conv', all_scopes=False)
+
+    assert first is not None and first.run_id == 'run-1'
+    assert status.pending == ['run-1']
+    assert hops == []
+    await store.aclose()
+
+
+async def test_a_reopened_connection_checks_the_schema_again(tmp_path: Path, hops: list[str]) -> None:
+    path = tmp_path / 'store.db'
+    store = await _store_with_history(path)
+    await store.aclose()  # closed: the next read opens the file again, in a worker
+    hops.clear()
+
+    first = await store.get_run('run-1')
     second = await store.get_run('run-1')
 
     assert first == second and first is not None

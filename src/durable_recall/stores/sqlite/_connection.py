@@ -196,7 +196,9 @@ class SqliteConnection:
             # Switching to WAL writes the file header, so an unwritable file fails here, not on a save.
             conn.execute('PRAGMA journal_mode = WAL').fetchone()
             conn.execute('PRAGMA cache_size = -32768')  # 32 MiB of pages: the index tables are read at random
-            self._schema_version(conn)
+            # A file already at this release's version needs no migration, so no write lock: its
+            # first reads may run inline (`lookup`) instead of waiting for a worker thread to start.
+            self._schema_ready = self._schema_version(conn) == self.tables.version
         except sqlite3.Error as error:
             conn.close()
             raise (self._translate(error) or self._unusable(error)) from error
