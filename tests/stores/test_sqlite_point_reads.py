@@ -16,6 +16,7 @@ import pytest
 from durable_recall.base import StoreUnavailableError
 from durable_recall.index import update_index
 from durable_recall.stores import SqliteStepStore
+from durable_recall.stores.sqlite import _index as sqlite_index
 from durable_recall.stores.sqlite._connection import SqliteConnection
 
 from ._helpers import messages, registration, save_history
@@ -219,4 +220,25 @@ async def test_a_close_between_the_check_and_the_lock_sends_the_read_to_a_worker
     assert record is not None and record.run_id == 'run-1'
     assert len(hops) == 1  # reopened and checked in a worker, not read from a closed connection
     connection._lock = real
+    await store.aclose()
+
+
+async def test_a_conversations_spans_are_read_inline_unless_there_are_many(
+    tmp_path: Path, hops: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    await store.register_run(registration('run-2'))
+    await save_history(store, 'run-2', [messages(3)])
+    assert await update_index(store, 'conv') == []
+    index = store.index_storage()
+    hops.clear()
+
+    few = await index.scope_spans('conv')
+    inline = list(hops)
+    monkeypatch.setattr(sqlite_index, '_INLINE_SPANS', 1)  # two runs are now "many"
+    many = await index.scope_spans('conv')
+
+    assert inline == []
+    assert len(hops) == 1
+    assert few == many and len(few) == 2
     await store.aclose()

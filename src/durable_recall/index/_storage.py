@@ -32,6 +32,7 @@ __all__ = (
     'Posting',
     'PostingsRow',
     'RunCommit',
+    'RunSpan',
     'ScopeStatus',
     'StaleIndexError',
 )
@@ -39,6 +40,14 @@ __all__ = (
 
 Posting = tuple[int, int, int]
 """`(position, tf, document length)` of one run's document."""
+
+
+RunSpan = tuple[int, int, bytes]
+"""`(run key, first, lengths)` of one run of a conversation's record (`IndexStorage.scope_spans`).
+
+`lengths` may be only the head of the run's packed lengths array: enough for `array_length` to
+count the run's record positions.
+"""
 
 
 class StaleIndexError(Exception):
@@ -174,6 +183,15 @@ class IndexStorage(Protocol):
 
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         """Every indexed run of the scope, oldest first; `state`, `seqs`, `roles`, `times` may be empty."""
+        ...
+
+    async def scope_spans(self, conversation_id: str | None) -> list[RunSpan]:
+        """Every indexed run of a conversation, oldest first (as `scope_runs`), as the span of its record.
+
+        What a search's windows need of the conversation's record, and no more: a chat app's
+        conversation holds thousands of runs of a few messages each, and reading them as
+        `IndexedRunRow`s (ids, whole arrays, an object each) was most of a cold search.
+        """
         ...
 
     async def postings(

@@ -4,7 +4,7 @@ A chat app runs the agent once per exchange, so a run holds one prompt and one r
 history it inherited, which is indexed under the runs that said it). Context that stayed inside
 the hit's run would show nothing but the hit's own exchange. In a conversation-scoped search the
 window therefore walks the *conversation's record*: each run's own positions (from its `first`
-on), runs in corpus order (oldest first, ties by run id), as `scope_runs` lists them. The
+on), runs in corpus order (oldest first, ties by run id), as `scope_spans` lists them. The
 messages before and after a hit are then what was said before and after it, across runs.
 
 Rules:
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..index import IndexedRunRow, array_length
+from ..index import RunSpan, array_length
 from ._hits import Candidate, Doc
 
 __all__ = ('Layout', 'in_run_window')
@@ -35,8 +35,13 @@ def in_run_window(found: Candidate, context_lines: int) -> tuple[Doc, ...]:
 class Layout:
     """A conversation's record as spans of its runs' own positions, in corpus order."""
 
-    def __init__(self, rows: Sequence[IndexedRunRow]) -> None:
-        self._spans = [(row.run_key, row.first, array_length(row.lengths)) for row in rows]
+    def __init__(self, spans: Sequence[RunSpan]) -> None:
+        """The record's spans from `IndexStorage.scope_spans`.
+
+        Raises:
+            ValueError: A span's lengths do not say how many positions the run has.
+        """
+        self._spans = [(run_key, first, _count(lengths)) for run_key, first, lengths in spans]
         self._index = {run_key: index for index, (run_key, _, _) in enumerate(self._spans)}
 
     def window(self, found: Candidate, context_lines: int) -> tuple[Doc, ...]:
@@ -68,3 +73,10 @@ class Layout:
             if len(after) >= context_lines:
                 break
         return (*reversed(before), (found.run_key, found.position), *after)
+
+
+def _count(lengths: bytes) -> int:
+    """`array_length`, read straight from the header's second byte when the count fits in it (a chat's runs)."""
+    if len(lengths) > 1 and lengths[1] < 0x80:
+        return lengths[1]
+    return array_length(lengths)

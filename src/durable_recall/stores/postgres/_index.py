@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits
+from ...index import IndexedRunRow, PostingsRow, RunCommit, RunSpan, ScopeStatus, apply_commits
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
 from ._index_writer import BUMP_GENERATION, SCOPE_KEY, IndexDatabase, PostgresIndexWriter
@@ -58,6 +58,13 @@ _LIST_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths
 
 _SCOPE_RUNS: LiteralString = 'SELECT ' + _LIST_COLUMNS + ' FROM {index_runs}'
 _SCOPE_RUNS_ORDER: LiteralString = ' ORDER BY started_at, run_id'
+
+_SPANS: LiteralString = (
+    'SELECT run_key, first, substring(lengths FROM 1 FOR 6) FROM {index_runs} WHERE scope_key = '
+    + SCOPE_KEY
+    + _SCOPE_RUNS_ORDER
+)
+"""A conversation's spans (`scope_spans`): the head of `lengths` (flags and count) is all a span needs."""
 
 _POSTINGS: LiteralString = 'SELECT term, chunk, postings FROM {index_postings} WHERE term = ANY(%(terms)s::text[])'
 _POSTINGS_ORDER: LiteralString = ' ORDER BY term, scope_key, chunk'
@@ -114,6 +121,11 @@ class PostgresIndex:
             indexed_run(run_key, run_id, scope_key, seen, first, lengths, b'', b'', b'', b'')
             for run_key, run_id, scope_key, seen, first, lengths in rows
         ]
+
+    async def scope_spans(self, conversation_id: str | None) -> list[RunSpan]:
+        async with self._db.transaction() as cur:
+            await cur.execute(self._db.sql(_SPANS), {'conv': conversation_id})
+            return await cur.fetchall()
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool

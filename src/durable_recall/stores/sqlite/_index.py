@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits, run_inline
+from ...index import IndexedRunRow, PostingsRow, RunCommit, RunSpan, ScopeStatus, apply_commits, run_inline
 from .._run_rows import indexed_run
 from .._sqlite_migrations import SQLITE_INDEX_RESET
 from ._connection import SqliteConnection, transaction
@@ -68,6 +68,15 @@ _RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, t
 
 
 _PENDING = 'SELECT p.run_id FROM dr_pending AS p JOIN dr_runs AS r ON r.run_id = p.run_id'
+
+_SPANS = (
+    'SELECT run_key, first, substr(lengths, 1, 6) FROM dr_index_runs'
+    f' WHERE scope_key = {SCOPE_KEY} ORDER BY started_at, run_id'
+)
+"""A conversation's spans (`scope_spans`): the head of `lengths` (flags and count) is all a span needs."""
+
+_INLINE_SPANS = 4096
+"""The most spans read inline (a few ms); a conversation with more runs is listed in a worker thread."""
 
 
 class _Lend(Protocol):
@@ -168,6 +177,19 @@ class SqliteIndex:
             ]
 
         return await self._run(read)
+
+    async def scope_spans(self, conversation_id: str | None) -> list[RunSpan]:
+        params = (conversation_id, conversation_id)
+
+        def head(conn: sqlite3.Connection) -> list[RunSpan] | None:
+            found = conn.execute(f'{_SPANS} LIMIT {_INLINE_SPANS + 1}', params).fetchall()
+            return None if len(found) > _INLINE_SPANS else found
+
+        # Most conversations' listings are a few ms of C: read inline. A longer one is a scan, for a worker.
+        found = await self._look(head)
+        if found is None:
+            found = await self._run(lambda conn: conn.execute(_SPANS, params).fetchall())
+        return found
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
