@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -208,6 +209,58 @@ async def test_a_schema_from_a_newer_release_is_refused(
     with pytest.raises(_errors.StoreConfigurationError, match=error):
         await newer.list_runs()
     await newer.aclose()
+
+
+async def test_a_current_schema_is_checked_in_one_read_without_the_lock(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    await store.register_run(registration('run-1'))
+    await store.aclose()
+    statements: list[str] = []
+    real = psycopg.AsyncCursor.execute
+
+    async def execute(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(query if isinstance(query, str) else query.as_string(self.connection))
+        return await real(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncCursor, 'execute', execute)
+    again = PostgresStepStore(postgres_url, schema=postgres_schema)
+    runs = await again.list_runs()
+    await again.aclose()
+
+    assert [run.run_id for run in runs] == ['run-1']
+    assert not [statement for statement in statements if 'advisory' in statement or 'CREATE' in statement]
+    assert len([statement for statement in statements if 'schema_version' in statement]) == 1
+
+
+async def test_the_pool_connects_while_the_schema_is_checked(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from psycopg_pool import AsyncConnectionPool
+
+    from durable_recall.stores.postgres._connect import PostgresConnector
+
+    events: list[str] = []
+    real_open, real_migrate = AsyncConnectionPool.open, PostgresConnector._migrate
+
+    async def pool_open(self: AsyncConnectionPool[Any], *args: Any, **kwargs: Any) -> None:
+        events.append('pool opens')
+        await real_open(self, *args, **kwargs)
+
+    async def migrate(self: PostgresConnector, conn: Any) -> None:
+        events.append('schema checked')
+        await real_migrate(self, conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, 'open', pool_open)
+    monkeypatch.setattr(PostgresConnector, '_migrate', migrate)
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    await store.register_run(registration('run-1'))
+    await store.aclose()
+
+    assert events == ['pool opens', 'schema checked']  # one connection's wait, not two in turn
 
 
 def test_a_store_outlives_its_first_event_loop(postgres_url: str, postgres_schema: str) -> None:
