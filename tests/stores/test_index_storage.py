@@ -389,10 +389,10 @@ class TestCommit:
         for conversation_id in ('c', None, 'other'):
             listed = await index.scope_runs(conversation_id, all_scopes=False)
             spans = await index.scope_spans(conversation_id)
-            assert [(key, first, array_length(lengths)) for key, first, lengths in spans] == [
-                (row.run_key, row.first, len(sizes[row.run_id])) for row in listed
-            ]
-        assert [array_length(lengths) for _, _, lengths in await index.scope_spans('c')] == [1, 200, 130]
+            assert list(spans.run_keys) == [row.run_key for row in listed]
+            assert list(spans.firsts) == [row.first for row in listed]
+            assert [array_length(lengths) for lengths in spans.lengths] == [len(sizes[row.run_id]) for row in listed]
+        assert [array_length(lengths) for lengths in (await index.scope_spans('c')).lengths] == [1, 200, 130]
 
     async def test_a_wrong_expected_seen_raises_stale_and_changes_nothing(self, store: StepStore) -> None:
         index = store.index_storage()

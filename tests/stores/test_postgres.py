@@ -220,7 +220,7 @@ async def test_a_current_schema_is_checked_in_one_read_without_the_lock(
     await store.register_run(registration('run-1'))
     await store.aclose()
     statements: list[str] = []
-    real = psycopg.AsyncCursor.execute
+    real: Any = psycopg.AsyncCursor.execute
 
     async def execute(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
         statements.append(query if isinstance(query, str) else query.as_string(self.connection))

@@ -12,9 +12,14 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from pydantic_ai import RunContext
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RunUsage
 
+from durable_recall import ConversationSearch, SnapshotHistorySource
 from durable_recall.base import StoreUnavailableError
 from durable_recall.index import update_index
+from durable_recall.search import SearchRequest
 from durable_recall.stores import SqliteStepStore
 from durable_recall.stores.sqlite import _index as sqlite_index
 from durable_recall.stores.sqlite._connection import SqliteConnection
@@ -240,5 +245,30 @@ async def test_a_conversations_spans_are_read_inline_unless_there_are_many(
 
     assert inline == []
     assert len(hops) == 1
-    assert few == many and len(few) == 2
+    assert few == many and len(few.run_keys) == 2
     await store.aclose()
+
+
+async def test_a_cold_conversation_search_lays_its_windows_out_from_spans_inline(
+    tmp_path: Path, hops: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / 'store.db'
+    store = await _store_with_history(path)
+    await store.register_run(registration('run-2', token='token-2'))
+    await save_history(store, 'run-2', [messages(0, 1, 2, 3), messages(0, 1, 2, 3, 4)])
+    assert await update_index(store, 'conv') == []
+    await store.aclose()
+
+    def no_listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError('the windows read the spans, not the run rows')
+
+    monkeypatch.setattr(sqlite_index.SqliteIndex, 'scope_runs', no_listing)
+    cold = SqliteStepStore(path)  # as a fresh process opens it
+    search = ConversationSearch(SnapshotHistorySource(cold), scope='conversation', context_lines=2)
+    hops.clear()
+    ctx = RunContext[None](deps=None, model=TestModel(), usage=RunUsage(), conversation_id='conv')
+    answer = await search.search(ctx, SearchRequest(query='question 4'))
+
+    assert '(run: run-1' in answer and 'question 2' in answer  # the window reached the run before
+    assert hops == []  # and nothing went to a worker thread
+    await cold.aclose()

@@ -29,7 +29,7 @@ from ._storage import (
     Posting,
     PostingsRow,
     RunCommit,
-    RunSpan,
+    ScopeSpans,
     ScopeStatus,
     StaleIndexError,
 )
@@ -58,7 +58,7 @@ __all__ = (
     'RecordFeed',
     'RecordView',
     'RunCommit',
-    'RunSpan',
+    'ScopeSpans',
     'ScopeStatus',
     'SnapshotFeed',
     'SnapshotReader',

@@ -32,7 +32,7 @@ __all__ = (
     'Posting',
     'PostingsRow',
     'RunCommit',
-    'RunSpan',
+    'ScopeSpans',
     'ScopeStatus',
     'StaleIndexError',
 )
@@ -42,12 +42,23 @@ Posting = tuple[int, int, int]
 """`(position, tf, document length)` of one run's document."""
 
 
-RunSpan = tuple[int, int, bytes]
-"""`(run key, first, lengths)` of one run of a conversation's record (`IndexStorage.scope_spans`).
+@dataclass(frozen=True, kw_only=True)
+class ScopeSpans:
+    """A conversation's indexed runs in corpus order, as columns (`IndexStorage.scope_spans`).
 
-`lengths` may be only the head of the run's packed lengths array: enough for `array_length` to
-count the run's record positions.
-"""
+    Columns rather than an object or a tuple per run: a chat app's conversation holds thousands of
+    runs, and a cold search that built thousands of objects also paid for the garbage collector
+    passes they set off (on a fresh process, a full collection of everything its imports left).
+
+    Attributes:
+        run_keys: Each run's key.
+        firsts: Each run's `first` (positions inherited from an earlier run).
+        lengths: Each run's packed lengths array, or only its head: enough for `array_length`.
+    """
+
+    run_keys: Sequence[int]
+    firsts: Sequence[int]
+    lengths: Sequence[bytes]
 
 
 class StaleIndexError(Exception):
@@ -185,7 +196,7 @@ class IndexStorage(Protocol):
         """Every indexed run of the scope, oldest first; `state`, `seqs`, `roles`, `times` may be empty."""
         ...
 
-    async def scope_spans(self, conversation_id: str | None) -> list[RunSpan]:
+    async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
         """Every indexed run of a conversation, oldest first (as `scope_runs`), as the span of its record.
 
         What a search's windows need of the conversation's record, and no more: a chat app's

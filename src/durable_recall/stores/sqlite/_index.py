@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, RunSpan, ScopeStatus, apply_commits, run_inline
+from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits, run_inline
 from .._run_rows import indexed_run
 from .._sqlite_migrations import SQLITE_INDEX_RESET
 from ._connection import SqliteConnection, transaction
@@ -77,6 +77,20 @@ _SPANS = (
 
 _INLINE_SPANS = 4096
 """The most spans read inline (a few ms); a conversation with more runs is listed in a worker thread."""
+
+
+def _columns(rows: Iterable[tuple[int, int, bytes]], most: int | None = None) -> ScopeSpans | None:
+    """The rows as `ScopeSpans`, taken one at a time (no list of row tuples); `None` past `most` rows."""
+    run_keys: list[int] = []
+    firsts: list[int] = []
+    lengths: list[bytes] = []
+    for run_key, first, head in rows:
+        if most is not None and len(run_keys) == most:
+            return None
+        run_keys.append(run_key)
+        firsts.append(first)
+        lengths.append(head)
+    return ScopeSpans(run_keys=run_keys, firsts=firsts, lengths=lengths)
 
 
 class _Lend(Protocol):
@@ -178,17 +192,17 @@ class SqliteIndex:
 
         return await self._run(read)
 
-    async def scope_spans(self, conversation_id: str | None) -> list[RunSpan]:
+    async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
         params = (conversation_id, conversation_id)
 
-        def head(conn: sqlite3.Connection) -> list[RunSpan] | None:
-            found = conn.execute(f'{_SPANS} LIMIT {_INLINE_SPANS + 1}', params).fetchall()
-            return None if len(found) > _INLINE_SPANS else found
+        def head(conn: sqlite3.Connection) -> ScopeSpans | None:
+            return _columns(conn.execute(f'{_SPANS} LIMIT {_INLINE_SPANS + 1}', params), _INLINE_SPANS)
 
         # Most conversations' listings are a few ms of C: read inline. A longer one is a scan, for a worker.
         found = await self._look(head)
         if found is None:
-            found = await self._run(lambda conn: conn.execute(_SPANS, params).fetchall())
+            found = await self._run(lambda conn: _columns(conn.execute(_SPANS, params)))
+        assert found is not None, 'a listing without a bound is never cut'
         return found
 
     async def postings(
