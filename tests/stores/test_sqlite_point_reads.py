@@ -6,6 +6,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from durable_recall import ConversationSearch, SnapshotHistorySource
-from durable_recall.base import StoreUnavailableError
+from durable_recall.base import StoreConfigurationError, StoreUnavailableError
 from durable_recall.index import update_index
 from durable_recall.search import SearchRequest
 from durable_recall.stores import SqliteStepStore
@@ -112,6 +113,20 @@ async def test_the_first_read_of_a_current_file_takes_no_worker_thread(tmp_path:
 
     assert first is not None and first.run_id == 'run-1'
     assert status.pending == ['run-1']
+    assert hops == []
+    await store.aclose()
+
+
+async def test_a_newer_schema_written_after_open_is_refused_at_the_first_read(tmp_path: Path, hops: list[str]) -> None:
+    path = tmp_path / 'store.db'
+    await (await _store_with_history(path)).aclose()
+    store = SqliteStepStore(path)
+    with closing(sqlite3.connect(path)) as conn, conn:  # a newer release migrates the file meanwhile
+        conn.execute("UPDATE dr_meta SET value = '99' WHERE key = 'schema_version'")
+    hops.clear()
+
+    with pytest.raises(StoreConfigurationError, match='99'):
+        await store.get_run('run-1')
     assert hops == []
     await store.aclose()
 
