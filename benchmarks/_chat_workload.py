@@ -131,8 +131,10 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
                 await store.aclose()
             sides.append(side)
     finally:
-        if schema is not None:
+        if schema is not None and not args.keep:
             drop_schema(args.postgres, schema)
+        elif schema is not None:
+            log(f'kept Postgres schema {schema!r}')
 
     runs = len(chat.runs)
     conversations = 1 + plan.copies

@@ -241,8 +241,10 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
         if plan.curve_others:
             report.curve_others = await _curve_others(plan, work)
     finally:
-        if schema is not None:
+        if schema is not None and not args.keep:
             drop_schema(args.postgres, schema)
+        elif schema is not None:
+            log(f'kept Postgres schema {schema!r}')
     return report
 
 

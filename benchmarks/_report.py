@@ -318,10 +318,11 @@ MISSED_BECAUSE = {
     'search skip one), and the answer reads back, decodes and renders the windows it shows (35 to 40 messages, '
     '~50 us each: pydantic validation 20 to 30 us, inflate ~10 us, render ~10 us)',
     'search p50, cold process': 'besides the postings, the first search of a process reads back, decodes and renders '
-    'the messages its answer shows (~35 messages at ~45 us each, more on a first call), prepares each statement '
-    "the first time, checks the schema (in a worker thread on SQLite) and reads the conversation's run list once, to "
-    "lay out windows across runs; on Postgres it opens two connections (the schema check's, then the pool's: 5 "
-    'to 15 ms each here) and every read is a round trip',
+    'the messages its answer shows (~35 messages at ~45 us each, more on a first call; each body inflated with a '
+    "preset dictionary), prepares each statement the first time and reads the conversation's spans once (a "
+    'packed value or narrow rows, not an object per run), to lay out windows across runs; on Postgres it waits '
+    "for a connection (the schema check's and the pool's are made together: 5 to 15 ms here), and every read is "
+    "a round trip (~1 ms, more for a fresh server backend's first read of each table)",
     'ingest': 'catching a run up folds each of its step snapshots (a compaction window each; an inherited window is '
     'decoded and hashed once per catch-up, not per run), then hashes and tokenizes each new message into postings, '
     'in Python: ~0.5 ms a message; the store alone writes 3,000 to 6,000 messages/s',

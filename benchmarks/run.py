@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> None:
         '--no-hybrid', action='store_true', help='recall: skip hybrid ranking (no semantic extra needed)'
     )
     parser.add_argument('--json', metavar='PATH', help='also write the measurements as JSON')
-    parser.add_argument('--keep', action='store_true', help='keep the stores in benchmarks/.cache/')
+    parser.add_argument(
+        '--keep', action='store_true', help='keep the stores (SQLite files in benchmarks/.cache/, the Postgres schema)'
+    )
     args = parser.parse_args(argv)
     began = time.perf_counter()
     if args.workload == 'recall':

@@ -18,7 +18,7 @@ from durable_recall.base._codec import dump_messages
 from durable_recall.base._time import format_timestamp
 from durable_recall.index import IndexStorage, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
 from durable_recall.index._chunks import SEAL_AT, SEALED_MAX, decode_chunk
-from durable_recall.index._layout import ROLE_CODES, encode_floats, encode_ints
+from durable_recall.index._layout import ROLE_CODES, array_length, encode_floats, encode_ints
 from durable_recall.index._storage import Posting
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import (
@@ -376,6 +376,23 @@ class TestCommit:
         assert [row.run_id for row in await index.scope_runs(None, all_scopes=False)] == ['y']
         assert [row.run_id for row in await index.scope_runs('other', all_scopes=False)] == []
         assert [row.run_id for row in await index.scope_runs('c', all_scopes=True)] == ['z', 'y', 'x']
+
+    async def test_scope_spans_list_a_conversations_runs_as_scope_runs_does(self, store: StepStore) -> None:
+        index = store.index_storage()
+        sizes = {'z': (3,), 'y': (1, 2), 'x': (1,) * 200, 'w': (7,) * 130}  # 200 and 130: a two-byte count
+        for run_id, conversation_id in [('z', 'c'), ('y', None), ('x', 'c'), ('w', 'c')]:
+            await started(store, run_id, conversation_id)
+            await anyio.sleep(0.002)
+        for run_id in ('x', 'y', 'z', 'w'):
+            await index.commit(await change(store, run_id, seen=0, lengths=sizes[run_id]))
+
+        for conversation_id in ('c', None, 'other'):
+            listed = await index.scope_runs(conversation_id, all_scopes=False)
+            spans = await index.scope_spans(conversation_id)
+            assert list(spans.run_keys) == [row.run_key for row in listed]
+            assert list(spans.firsts) == [row.first for row in listed]
+            assert [array_length(lengths) for lengths in spans.lengths] == [len(sizes[row.run_id]) for row in listed]
+        assert [array_length(lengths) for lengths in (await index.scope_spans('c')).lengths] == [1, 200, 130]
 
     async def test_a_wrong_expected_seen_raises_stale_and_changes_nothing(self, store: StepStore) -> None:
         index = store.index_storage()

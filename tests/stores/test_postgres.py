@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -210,6 +211,58 @@ async def test_a_schema_from_a_newer_release_is_refused(
     await newer.aclose()
 
 
+async def test_a_current_schema_is_checked_in_one_read_without_the_lock(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    await store.register_run(registration('run-1'))
+    await store.aclose()
+    statements: list[str] = []
+    real: Any = psycopg.AsyncCursor.execute
+
+    async def execute(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(query if isinstance(query, str) else query.as_string(self.connection))
+        return await real(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncCursor, 'execute', execute)
+    again = PostgresStepStore(postgres_url, schema=postgres_schema)
+    runs = await again.list_runs()
+    await again.aclose()
+
+    assert [run.run_id for run in runs] == ['run-1']
+    assert not [statement for statement in statements if 'advisory' in statement or 'CREATE' in statement]
+    assert len([statement for statement in statements if 'schema_version' in statement]) == 1
+
+
+async def test_the_pool_connects_while_the_schema_is_checked(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from psycopg_pool import AsyncConnectionPool
+
+    from durable_recall.stores.postgres._connect import PostgresConnector
+
+    events: list[str] = []
+    real_open, real_migrate = AsyncConnectionPool.open, PostgresConnector._migrate
+
+    async def pool_open(self: AsyncConnectionPool[Any], *args: Any, **kwargs: Any) -> None:
+        events.append('pool opens')
+        await real_open(self, *args, **kwargs)
+
+    async def migrate(self: PostgresConnector, conn: Any) -> None:
+        events.append('schema checked')
+        await real_migrate(self, conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, 'open', pool_open)
+    monkeypatch.setattr(PostgresConnector, '_migrate', migrate)
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    await store.register_run(registration('run-1'))
+    await store.aclose()
+
+    assert events == ['pool opens', 'schema checked']  # one connection's wait, not two in turn
+
+
 def test_a_store_outlives_its_first_event_loop(postgres_url: str, postgres_schema: str) -> None:
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
 
@@ -288,3 +341,32 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             ('hashes', 'bytea', 'NO'),
             ('vectors', 'bytea', 'NO'),
         ]
+
+
+async def test_a_small_read_of_logs_is_decoded_without_a_worker_thread(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio.to_thread
+
+    from durable_recall.stores.postgres import _store
+
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    await store.register_run(registration('run-1'))
+    await save_history(store, 'run-1', [messages(0, 1, 2)])
+    handed: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(function: Any, *args: Any, **kwargs: Any) -> Any:
+        handed.append(function)
+        return await real(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, 'run_sync', counting)
+    small = await store.read_logs({'run-1': [0, 2]})
+    inline = len(handed)
+    monkeypatch.setattr(_store, '_INLINE_DECODE', 1)  # every read is now big
+    big = await store.read_logs({'run-1': [0, 2]})
+    await store.aclose()
+
+    assert small == big == {'run-1': {0: messages(0)[0], 2: messages(2)[0]}}
+    assert inline == 0
+    assert len(handed) == 1

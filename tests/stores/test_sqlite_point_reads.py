@@ -6,16 +6,23 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
+from pydantic_ai import RunContext
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RunUsage
 
-from durable_recall.base import StoreUnavailableError
+from durable_recall import ConversationSearch, SnapshotHistorySource
+from durable_recall.base import StoreConfigurationError, StoreUnavailableError
 from durable_recall.index import update_index
+from durable_recall.search import SearchRequest
 from durable_recall.stores import SqliteStepStore
+from durable_recall.stores.sqlite import _index as sqlite_index
 from durable_recall.stores.sqlite._connection import SqliteConnection
 
 from ._helpers import messages, registration, save_history
@@ -84,13 +91,53 @@ async def test_writes_and_scans_still_go_to_a_worker(tmp_path: Path, hops: list[
     await store.aclose()
 
 
-async def test_the_first_read_of_a_new_connection_goes_to_a_worker(tmp_path: Path, hops: list[str]) -> None:
+async def test_the_first_read_of_a_file_to_migrate_goes_to_a_worker(tmp_path: Path, hops: list[str]) -> None:
+    store = SqliteStepStore(tmp_path / 'store.db')  # a new file: its tables are created on first use
+
+    first = await store.get_run('run-1')  # creates the tables: may wait on another process's write lock
+    second = await store.get_run('run-1')
+
+    assert first is None and second is None
+    assert len(hops) == 1
+    await store.aclose()
+
+
+async def test_the_first_read_of_a_current_file_takes_no_worker_thread(tmp_path: Path, hops: list[str]) -> None:
+    path = tmp_path / 'store.db'
+    await (await _store_with_history(path)).aclose()
+    store = SqliteStepStore(path)  # finds the file at this release's version: nothing to migrate
+    hops.clear()
+
+    first = await store.get_run('run-1')
+    status = await store.index_storage().status('conv', all_scopes=False)
+
+    assert first is not None and first.run_id == 'run-1'
+    assert status.pending == ['run-1']
+    assert hops == []
+    await store.aclose()
+
+
+async def test_a_newer_schema_written_after_open_is_refused_at_the_first_read(tmp_path: Path, hops: list[str]) -> None:
     path = tmp_path / 'store.db'
     await (await _store_with_history(path)).aclose()
     store = SqliteStepStore(path)
+    with closing(sqlite3.connect(path)) as conn, conn:  # a newer release migrates the file meanwhile
+        conn.execute("UPDATE dr_meta SET value = '99' WHERE key = 'schema_version'")
     hops.clear()
 
-    first = await store.get_run('run-1')  # opens and checks the schema: may wait on a write lock
+    with pytest.raises(StoreConfigurationError, match='99'):
+        await store.get_run('run-1')
+    assert hops == []
+    await store.aclose()
+
+
+async def test_a_reopened_connection_checks_the_schema_again(tmp_path: Path, hops: list[str]) -> None:
+    path = tmp_path / 'store.db'
+    store = await _store_with_history(path)
+    await store.aclose()  # closed: the next read opens the file again, in a worker
+    hops.clear()
+
+    first = await store.get_run('run-1')
     second = await store.get_run('run-1')
 
     assert first == second and first is not None
@@ -194,3 +241,49 @@ async def test_a_close_between_the_check_and_the_lock_sends_the_read_to_a_worker
     assert len(hops) == 1  # reopened and checked in a worker, not read from a closed connection
     connection._lock = real
     await store.aclose()
+
+
+async def test_a_conversations_spans_are_read_inline_unless_there_are_many(
+    tmp_path: Path, hops: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await _store_with_history(tmp_path / 'store.db')
+    await store.register_run(registration('run-2'))
+    await save_history(store, 'run-2', [messages(3)])
+    assert await update_index(store, 'conv') == []
+    index = store.index_storage()
+    hops.clear()
+
+    few = await index.scope_spans('conv')
+    inline = list(hops)
+    monkeypatch.setattr(sqlite_index, '_INLINE_SPANS', 1)  # two runs are now "many"
+    many = await index.scope_spans('conv')
+
+    assert inline == []
+    assert len(hops) == 1
+    assert few == many and len(few.run_keys) == 2
+    await store.aclose()
+
+
+async def test_a_cold_conversation_search_lays_its_windows_out_from_spans_inline(
+    tmp_path: Path, hops: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / 'store.db'
+    store = await _store_with_history(path)
+    await store.register_run(registration('run-2', token='token-2'))
+    await save_history(store, 'run-2', [messages(0, 1, 2, 3), messages(0, 1, 2, 3, 4)])
+    assert await update_index(store, 'conv') == []
+    await store.aclose()
+
+    def no_listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError('the windows read the spans, not the run rows')
+
+    monkeypatch.setattr(sqlite_index.SqliteIndex, 'scope_runs', no_listing)
+    cold = SqliteStepStore(path)  # as a fresh process opens it
+    search = ConversationSearch(SnapshotHistorySource(cold), scope='conversation', context_lines=2)
+    hops.clear()
+    ctx = RunContext[None](deps=None, model=TestModel(), usage=RunUsage(), conversation_id='conv')
+    answer = await search.search(ctx, SearchRequest(query='question 4'))
+
+    assert '(run: run-1' in answer and 'question 2' in answer  # the window reached the run before
+    assert hops == []  # and nothing went to a worker thread
+    await cold.aclose()

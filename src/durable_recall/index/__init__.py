@@ -23,7 +23,16 @@ from ._inline import run_inline
 from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
 from ._reader import SnapshotReader
 from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
-from ._storage import IndexedRunRow, IndexStorage, Posting, PostingsRow, RunCommit, ScopeStatus, StaleIndexError
+from ._storage import (
+    IndexedRunRow,
+    IndexStorage,
+    Posting,
+    PostingsRow,
+    RunCommit,
+    ScopeSpans,
+    ScopeStatus,
+    StaleIndexError,
+)
 from ._vectors import HASH_BYTES, MemoryVectors, VectorRow, VectorStorage, pack_floats, unpack_floats
 
 __all__ = (
@@ -49,6 +58,7 @@ __all__ = (
     'RecordFeed',
     'RecordView',
     'RunCommit',
+    'ScopeSpans',
     'ScopeStatus',
     'SnapshotFeed',
     'SnapshotReader',

@@ -32,6 +32,7 @@ __all__ = (
     'Posting',
     'PostingsRow',
     'RunCommit',
+    'ScopeSpans',
     'ScopeStatus',
     'StaleIndexError',
 )
@@ -39,6 +40,25 @@ __all__ = (
 
 Posting = tuple[int, int, int]
 """`(position, tf, document length)` of one run's document."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScopeSpans:
+    """A conversation's indexed runs in corpus order, as columns (`IndexStorage.scope_spans`).
+
+    Columns rather than an object or a tuple per run: a chat app's conversation holds thousands of
+    runs, and a cold search that built thousands of objects also paid for the garbage collector
+    passes they set off (on a fresh process, a full collection of everything its imports left).
+
+    Attributes:
+        run_keys: Each run's key.
+        firsts: Each run's `first` (positions inherited from an earlier run).
+        lengths: Each run's packed lengths array, or only its head: enough for `array_length`.
+    """
+
+    run_keys: Sequence[int]
+    firsts: Sequence[int]
+    lengths: Sequence[bytes]
 
 
 class StaleIndexError(Exception):
@@ -174,6 +194,15 @@ class IndexStorage(Protocol):
 
     async def scope_runs(self, conversation_id: str | None, *, all_scopes: bool) -> list[IndexedRunRow]:
         """Every indexed run of the scope, oldest first; `state`, `seqs`, `roles`, `times` may be empty."""
+        ...
+
+    async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
+        """Every indexed run of a conversation, oldest first (as `scope_runs`), as the span of its record.
+
+        What a search's windows need of the conversation's record, and no more: a chat app's
+        conversation holds thousands of runs of a few messages each, and reading them as
+        `IndexedRunRow`s (ids, whole arrays, an object each) was most of a cold search.
+        """
         ...
 
     async def postings(

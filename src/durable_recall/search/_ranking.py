@@ -265,7 +265,7 @@ class Ranker:
             return lambda found: in_run_window(found, context_lines)
         if scope.layout is None:
             try:
-                scope.layout = Layout(await self._corpus.storage.scope_runs(self._across, all_scopes=False))
+                scope.layout = Layout(await self._corpus.storage.scope_spans(self._across))
             except DurableRecallError:
                 raise
             except DAMAGE as error:

@@ -4,7 +4,7 @@ A chat app runs the agent once per exchange, so a run holds one prompt and one r
 history it inherited, which is indexed under the runs that said it). Context that stayed inside
 the hit's run would show nothing but the hit's own exchange. In a conversation-scoped search the
 window therefore walks the *conversation's record*: each run's own positions (from its `first`
-on), runs in corpus order (oldest first, ties by run id), as `scope_runs` lists them. The
+on), runs in corpus order (oldest first, ties by run id), as `scope_spans` lists them. The
 messages before and after a hit are then what was said before and after it, across runs.
 
 Rules:
@@ -19,9 +19,9 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
 
-from ..index import IndexedRunRow, array_length
+from ..index import ScopeSpans, array_length
 from ._hits import Candidate, Doc
 
 __all__ = ('Layout', 'in_run_window')
@@ -35,9 +35,16 @@ def in_run_window(found: Candidate, context_lines: int) -> tuple[Doc, ...]:
 class Layout:
     """A conversation's record as spans of its runs' own positions, in corpus order."""
 
-    def __init__(self, rows: Sequence[IndexedRunRow]) -> None:
-        self._spans = [(row.run_key, row.first, array_length(row.lengths)) for row in rows]
-        self._index = {run_key: index for index, (run_key, _, _) in enumerate(self._spans)}
+    def __init__(self, spans: ScopeSpans) -> None:
+        """The record's spans from `IndexStorage.scope_spans`, kept as columns (no object per run).
+
+        Raises:
+            ValueError: A span's lengths do not say how many positions the run has.
+        """
+        self._keys = spans.run_keys
+        self._firsts = spans.firsts
+        self._sizes = array('I', map(_count, spans.lengths))
+        self._index = {run_key: index for index, run_key in enumerate(self._keys)}
 
     def window(self, found: Candidate, context_lines: int) -> tuple[Doc, ...]:
         """`context_lines` documents before the candidate and after it along the record, in order.
@@ -50,7 +57,7 @@ class Layout:
         before: list[Doc] = []
         after: list[Doc] = []
         for span in range(index, -1, -1):
-            run_key, first, size = self._spans[span]
+            run_key, first, size = self._keys[span], self._firsts[span], self._sizes[span]
             top = found.position - 1 if span == index else size - 1
             for position in range(top, first - 1, -1):
                 if len(before) >= context_lines:
@@ -58,8 +65,8 @@ class Layout:
                 before.append((run_key, position))
             if len(before) >= context_lines:
                 break
-        for span in range(index, len(self._spans)):
-            run_key, first, size = self._spans[span]
+        for span in range(index, len(self._keys)):
+            run_key, first, size = self._keys[span], self._firsts[span], self._sizes[span]
             bottom = found.position + 1 if span == index else first
             for position in range(bottom, size):
                 if len(after) >= context_lines:
@@ -68,3 +75,10 @@ class Layout:
             if len(after) >= context_lines:
                 break
         return (*reversed(before), (found.run_key, found.position), *after)
+
+
+def _count(lengths: bytes) -> int:
+    """`array_length`, read straight from the header's second byte when the count fits in it (a chat's runs)."""
+    if len(lengths) > 1 and lengths[1] < 0x80:
+        return lengths[1]
+    return array_length(lengths)

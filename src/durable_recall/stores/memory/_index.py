@@ -18,6 +18,7 @@ from ...index import (
     IndexedRunRow,
     PostingsRow,
     RunCommit,
+    ScopeSpans,
     ScopeStatus,
     StoredRun,
     TermChunk,
@@ -117,6 +118,14 @@ class MemoryIndex:
         runs = self._tables.runs
         rows = [row for row in runs.values() if key is None or row.scope_key == key]
         return [runs[run_id] for run_id in self._sorted([row.run_id for row in rows])]
+
+    async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
+        rows = await self.scope_runs(conversation_id, all_scopes=False)
+        return ScopeSpans(
+            run_keys=[row.run_key for row in rows],
+            firsts=[row.first for row in rows],
+            lengths=[row.lengths for row in rows],
+        )
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import math
-import select
 from collections.abc import AsyncGenerator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, LiteralString, Protocol
+from typing import TYPE_CHECKING, Any, LiteralString
 from urllib.parse import urlsplit
 
 import anyio
 
 from ...base import StoreUnavailableError
 from .._url import redact_url
+from ._live import AsyncConnectionPoolLike, live_connection
 from ._tables import STEP_TABLES, TABLES, PostgresTables
 
 if TYPE_CHECKING:
@@ -34,14 +34,6 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ('STEP_TABLES', 'TABLES', 'AsyncConnectionPoolLike', 'PostgresConnector', 'PostgresTables')
-
-
-class AsyncConnectionPoolLike(Protocol):
-    """What the store needs of a caller-owned pool; `psycopg_pool.AsyncConnectionPool` is one."""
-
-    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
-        """Lend a connection for the duration of an `async with` block."""
-        ...
 
 
 @dataclass
@@ -139,7 +131,7 @@ class PostgresConnector:
         try:
             pool = await self._pool()
             async with (
-                _live_connection(pool, self._max_size) as conn,
+                live_connection(pool, self._max_size) as conn,
                 conn.transaction(),
                 conn.cursor(row_factory=tuple_row) as cur,
             ):
@@ -194,18 +186,6 @@ class PostgresConnector:
         from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
         assert self.url is not None, 'a connector without a caller-owned pool has a URL'
-        if not self._schema_ready:
-            # A direct first connection reports a refusal with the server's reason, which a pool
-            # (retrying in the background) would turn into a bare timeout.
-            try:
-                with anyio.fail_after(self._connect_timeout):
-                    conn = await psycopg.AsyncConnection.connect(
-                        self.url, autocommit=True, connect_timeout=self._libpq_timeout()
-                    )
-            except (psycopg.OperationalError, TimeoutError) as error:
-                raise self._unavailable(error) from error
-            async with conn:
-                await self._migrate(conn)
         pool = AsyncConnectionPool(
             self.url,
             min_size=1,
@@ -218,10 +198,28 @@ class PostgresConnector:
             kwargs={'autocommit': True, 'connect_timeout': self._libpq_timeout()},
         )
         try:
-            await pool.open(wait=True, timeout=self._connect_timeout)
-        except PoolTimeout as error:
-            await pool.close()
-            raise self._unavailable(error) from error
+            # The pool starts making its first connection now, in the background, while the schema
+            # is checked on a direct one: a fresh process waits for one connection, not two in turn.
+            await pool.open(wait=False)
+            if not self._schema_ready:
+                # A direct first connection reports a refusal with the server's reason, which a pool
+                # (retrying in the background) would turn into a bare timeout.
+                try:
+                    with anyio.fail_after(self._connect_timeout):
+                        conn = await psycopg.AsyncConnection.connect(
+                            self.url, autocommit=True, connect_timeout=self._libpq_timeout()
+                        )
+                except (psycopg.OperationalError, TimeoutError) as error:
+                    raise self._unavailable(error) from error
+                async with conn:
+                    await self._migrate(conn)
+            await pool.wait(timeout=self._connect_timeout)
+        except BaseException as error:
+            with anyio.CancelScope(shield=True):
+                await pool.close()
+            if isinstance(error, PoolTimeout):
+                raise self._unavailable(error) from error
+            raise
         return pool
 
     async def _migrate(self, conn: AsyncConnection[Any]) -> None:
@@ -231,6 +229,9 @@ class PostgresConnector:
 
         tables = self.tables
         where = f'Postgres schema {self.schema or "(search path)"!r}'
+        if conn.autocommit and await self._current(conn, where):
+            self._schema_ready = True
+            return
         async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(
                 'SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))',
@@ -267,6 +268,26 @@ class PostgresConnector:
                 )
         self._schema_ready = True
 
+    async def _current(self, conn: AsyncConnection[Any], where: str) -> bool:
+        """Whether the tables are already at this release's version: one read, no lock, nothing written.
+
+        Nearly every process finds them so; only the others take the migration lock. A newer
+        version is refused here as under the lock. A schema or meta table that does not exist yet
+        (the read fails; in autocommit, so nothing is left aborted) or an older version is `False`.
+        """
+        import psycopg
+
+        try:
+            cur = await conn.execute(self.sql("SELECT value FROM {meta} WHERE key = 'schema_version'"))
+            row = await cur.fetchone()
+        except psycopg.errors.UndefinedTable:
+            return False
+        if row is None or not str(row[0]).isdigit():
+            return False  # the locked path names a version that is not a number
+        version = int(row[0])
+        self.tables.check_version(version, where)
+        return version == self.tables.version
+
     def _libpq_timeout(self) -> int:
         return max(2, math.ceil(self._connect_timeout))  # libpq takes whole seconds, at least 2
 
@@ -278,44 +299,6 @@ class PostgresConnector:
             'connection was refused or dropped. Check that the server is running and reachable and that the '
             "URL's host, port, database and credentials are right; the operation is safe to retry."
         )
-
-
-@asynccontextmanager
-async def _live_connection(pool: AsyncConnectionPoolLike, max_size: int) -> AsyncGenerator[AsyncConnection[Any]]:
-    """A connection from `pool` that is not one a restarted server left behind.
-
-    When Postgres restarts (or a backend is terminated), the pool's idle connections are dead,
-    and the first operation on each would fail although the server is back. Each borrowed
-    connection is therefore looked at first: a healthy idle connection has nothing to read, while
-    the server's goodbye (an error message, then end of file) makes its socket readable. That look
-    is a system call, not a round trip, so warm operations pay nothing; a connection that shows
-    it is answered with a real round trip (`SELECT` of nothing), and a dead one goes back to the
-    pool, which discards it, before the next is tried. A connection cut silently (no FIN) is not
-    seen here: the operation fails, as a retryable `StoreUnavailableError`.
-    """
-    import psycopg
-
-    for attempt in range(max_size + 1):
-        async with pool.connection() as conn:
-            if attempt < max_size and _suspect(conn):
-                try:
-                    await conn.execute('')
-                except (psycopg.OperationalError, psycopg.InterfaceError):
-                    continue  # leaving the block returns it broken: the pool drops it
-            yield conn
-            return
-    raise AssertionError('unreachable: the last attempt yields')  # pragma: no cover
-
-
-def _suspect(conn: AsyncConnection[Any]) -> bool:
-    """Whether an idle connection may be dead: closed, broken, or with unread input from the server."""
-    if conn.closed or conn.broken:
-        return True
-    try:
-        ready, _, _ = select.select([conn.fileno()], [], [], 0)
-    except (OSError, ValueError):  # a descriptor select cannot watch: ask the server instead
-        return True
-    return bool(ready)
 
 
 def _check_config(

@@ -14,11 +14,12 @@ row (so a save or a deletion of the run waits for it). Lists of terms and hashes
 
 from __future__ import annotations
 
+import struct
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits
+from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
 from ._index_writer import BUMP_GENERATION, SCOPE_KEY, IndexDatabase, PostgresIndexWriter
@@ -58,6 +59,17 @@ _LIST_COLUMNS: LiteralString = 'run_key, run_id, scope_key, seen, first, lengths
 
 _SCOPE_RUNS: LiteralString = 'SELECT ' + _LIST_COLUMNS + ' FROM {index_runs}'
 _SCOPE_RUNS_ORDER: LiteralString = ' ORDER BY started_at, run_id'
+
+_SPANS: LiteralString = (
+    "SELECT string_agg(int8send(run_key) || int4send(first) || set_byte('\\x00'::bytea, 0, least(length(lengths), 6))"
+    " || substring(lengths || '\\x000000000000'::bytea FROM 1 FOR 6), ''::bytea" + _SCOPE_RUNS_ORDER + ')'
+    ' FROM {index_runs} WHERE scope_key = ' + SCOPE_KEY
+)
+"""A conversation's spans (`scope_spans`), packed into one value in one sort: per run, in order, its key,
+its `first`, and the head of its `lengths` (flags and count: all a span needs), as `_SPAN`."""
+
+_SPAN = '>qiB6s'
+"""One packed span: run key, first, how many bytes of the head are the run's, the head padded to 6 bytes."""
 
 _POSTINGS: LiteralString = 'SELECT term, chunk, postings FROM {index_postings} WHERE term = ANY(%(terms)s::text[])'
 _POSTINGS_ORDER: LiteralString = ' ORDER BY term, scope_key, chunk'
@@ -114,6 +126,20 @@ class PostgresIndex:
             indexed_run(run_key, run_id, scope_key, seen, first, lengths, b'', b'', b'', b'')
             for run_key, run_id, scope_key, seen, first, lengths in rows
         ]
+
+    async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
+        async with self._db.transaction() as cur:
+            await cur.execute(self._db.sql(_SPANS), {'conv': conversation_id})
+            row = await cur.fetchone()
+        packed: bytes = b'' if row is None or row[0] is None else row[0]
+        run_keys: list[int] = []
+        firsts: list[int] = []
+        lengths: list[bytes] = []
+        for run_key, first, size, head in struct.iter_unpack(_SPAN, packed):
+            run_keys.append(run_key)
+            firsts.append(first)
+            lengths.append(head[:size])
+        return ScopeSpans(run_keys=run_keys, firsts=firsts, lengths=lengths)
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool

@@ -317,6 +317,11 @@ class PostgresStepStore:
         def decode() -> dict[str, dict[int, ModelMessage]]:
             return {run_id: decode_log(run_id, log) for run_id, log in found.items()}
 
+        # What an answer shows is a few dozen small bodies: decoded here, they cost less than a
+        # thread hop (and a fresh process's first hop starts the worker thread). Big reads go to a thread.
+        size = sum(len(body) for log in found.values() for body in log.values() if body is not None)
+        if size < _INLINE_DECODE:
+            return decode()
         return await anyio.to_thread.run_sync(decode)
 
     def index_storage(self) -> PostgresIndex:
@@ -333,3 +338,6 @@ class PostgresStepStore:
 
 _INLINE_ENCODE = 64 * 1024
 """Batches with fewer bytes of new messages are compressed on the event loop (a thread hop costs more)."""
+
+_INLINE_DECODE = 32 * 1024
+"""`read_logs` decodes fewer stored bytes than this on the event loop (a thread hop costs more)."""

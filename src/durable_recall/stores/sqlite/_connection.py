@@ -149,16 +149,28 @@ class SqliteConnection:
         wait on another process's write lock), the read goes to a worker thread as `read` does.
         Writes and scans never come here.
         """
-        if self._schema_ready and self._lock.acquire(blocking=False):
+        if self._lock.acquire(blocking=False):
             try:
                 # Read under the lock: a `close` in another thread may have run since the check.
-                conn = self._conn if self._schema_ready else None
+                conn = self._conn if self._conn is not None and self._ready_inline(self._conn) else None
                 found = None if conn is None else (self._translated(query, conn),)
             finally:
                 self._lock.release()
             if found is not None:
                 return finish(found[0])
         return await self.read(query, finish)
+
+    def _ready_inline(self, conn: sqlite3.Connection) -> bool:
+        """Whether the open connection's tables are ready, checking their version here the first time.
+
+        The check is a read of a row or two: a file already at this release's version (nearly every
+        file a process opens) is found ready without a worker thread, so a fresh process's first
+        search starts none. A file to migrate is left to the worker (`_connection`), which may wait
+        on another process's write lock; a newer version is refused here as there. Call with `_lock` held.
+        """
+        if not self._schema_ready:
+            self._schema_ready = self._translated(self._schema_version, conn) == self.tables.version
+        return self._schema_ready
 
     def locked(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run `query` in this thread holding the connection, with SQLite's errors translated."""

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeStatus, apply_commits, run_inline
+from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits, run_inline
 from .._run_rows import indexed_run
 from .._sqlite_migrations import SQLITE_INDEX_RESET
 from ._connection import SqliteConnection, transaction
@@ -68,6 +68,29 @@ _RUN_COLUMNS = 'run_key, run_id, scope_key, seen, first, lengths, seqs, roles, t
 
 
 _PENDING = 'SELECT p.run_id FROM dr_pending AS p JOIN dr_runs AS r ON r.run_id = p.run_id'
+
+_SPANS = (
+    'SELECT run_key, first, substr(lengths, 1, 6) FROM dr_index_runs'
+    f' WHERE scope_key = {SCOPE_KEY} ORDER BY started_at, run_id'
+)
+"""A conversation's spans (`scope_spans`): the head of `lengths` (flags and count) is all a span needs."""
+
+_INLINE_SPANS = 4096
+"""The most spans read inline (a few ms); a conversation with more runs is listed in a worker thread."""
+
+
+def _columns(rows: Iterable[tuple[int, int, bytes]], most: int | None = None) -> ScopeSpans | None:
+    """The rows as `ScopeSpans`, taken one at a time (no list of row tuples); `None` past `most` rows."""
+    run_keys: list[int] = []
+    firsts: list[int] = []
+    lengths: list[bytes] = []
+    for run_key, first, head in rows:
+        if most is not None and len(run_keys) == most:
+            return None
+        run_keys.append(run_key)
+        firsts.append(first)
+        lengths.append(head)
+    return ScopeSpans(run_keys=run_keys, firsts=firsts, lengths=lengths)
 
 
 class _Lend(Protocol):
@@ -168,6 +191,19 @@ class SqliteIndex:
             ]
 
         return await self._run(read)
+
+    async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
+        params = (conversation_id, conversation_id)
+
+        def head(conn: sqlite3.Connection) -> ScopeSpans | None:
+            return _columns(conn.execute(f'{_SPANS} LIMIT {_INLINE_SPANS + 1}', params), _INLINE_SPANS)
+
+        # Most conversations' listings are a few ms of C: read inline. A longer one is a scan, for a worker.
+        found = await self._look(head)
+        if found is None:
+            found = await self._run(lambda conn: _columns(conn.execute(_SPANS, params)))
+        assert found is not None, 'a listing without a bound is never cut'
+        return found
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
