@@ -9,11 +9,11 @@ the benchmark generators' messages are what real agent histories look like.
 from __future__ import annotations
 
 import json
-import sys
 import warnings
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
+from benchmarks._chat import generate_chat
+from benchmarks._script import Conversation, generate_conversation, response_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import PydanticAIDeprecationWarning
@@ -31,14 +31,10 @@ from durable_recall.text import (
 )
 from durable_recall.text._stored import prepare_stored, stored_lines
 
-sys.path.insert(0, str(Path(__file__).parents[2]))
-from benchmarks._chat import generate_chat  # noqa: E402
-from benchmarks._script import Conversation, generate_conversation, response_for  # noqa: E402
-
-from ..stores._all_parts import every_part_conversation  # noqa: E402
+from ..stores._all_parts import every_part_conversation
 
 WORDS = ['paris', 'Weather', 'zebra', 'é', 'Straße', 'x' * 30, '', ' ', '\n', 'read_file', 'ünïcödé']
-NO_OUTPUT = m.RetryInfo('no_output', attempt=1)
+NO_OUTPUT: m.RetryInfo[Literal['no_output']] = m.RetryInfo('no_output', attempt=1)
 TOOLS = ['get_weather', 'read_file', 'search_history', 'other']
 
 
@@ -145,7 +141,7 @@ def test_every_part_shape_agrees_or_falls_back() -> None:
     """Each part of the conversation that holds every part class, alone in its message."""
     taken = 0
     for message in every_part_conversation():
-        for part in message.parts:
+        for part in cast(list[Any], message.parts):
             single = m.ModelRequest(parts=[part]) if message.kind == 'request' else m.ModelResponse(parts=[part])
             for skip in (DEFAULT_SKIP_TOOLS, frozenset({'get_weather'})):
                 taken += check(single, ['paris', 'weather'], skip, None)
@@ -160,7 +156,13 @@ def test_shapes_it_does_not_know_fall_back() -> None:
     declined = [
         m.ModelRequest(parts=[legacy]),
         m.ModelRequest(parts=[m.ToolReturnPart('t', [m.ImageUrl('https://x.org/a.png')], 'c')]),
-        m.ModelRequest(parts=[m.RetryFeedbackPart(content=[{'type': 'missing', 'loc': ('a',), 'msg': 'm', 'input': 1}], retry=NO_OUTPUT)]),
+        m.ModelRequest(
+            parts=[
+                m.RetryFeedbackPart(
+                    content=[{'type': 'missing', 'loc': ('a',), 'msg': 'm', 'input': 1}], retry=NO_OUTPUT
+                )
+            ]
+        ),
         m.ModelResponse(parts=[m.ToolCallPart('search_tools', {'queries': ['x']}, 'c', tool_kind='tool-search')]),
     ]
     for message in declined:

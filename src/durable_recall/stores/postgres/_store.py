@@ -13,7 +13,15 @@ from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
-from .._snapshot_rows import check_consecutive, decode_log, decode_ranges, decode_snapshot, decode_snapshots, log_span
+from .._snapshot_rows import (
+    check_consecutive,
+    decode_log,
+    decode_log_bodies,
+    decode_ranges,
+    decode_snapshot,
+    decode_snapshots,
+    log_span,
+)
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
@@ -276,6 +284,17 @@ class PostgresStepStore:
             return {run_id: decode_log(run_id, log) for run_id, log in found.items()}
 
         return await anyio.to_thread.run_sync(decode)
+
+    async def read_log_bodies(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, str]]:
+        """`read_logs` as JSON text (see `LogBodies`): inflating a few dozen bodies costs less than a thread hop."""
+        asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
+        if not asked:
+            return {}
+        async with self._transaction() as cur:
+            found = await logs(
+                cur, self._db, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)]
+            )
+        return {run_id: decode_log_bodies(run_id, log) for run_id, log in found.items()}
 
     def index_storage(self) -> PostgresIndex:
         return self._index
