@@ -35,6 +35,7 @@ from ..stores._all_parts import every_part_conversation
 
 WORDS = ['paris', 'Weather', 'zebra', 'é', 'Straße', 'x' * 30, '', ' ', '\n', 'read_file', 'ünïcödé']
 NO_OUTPUT: m.RetryInfo[Literal['no_output']] = m.RetryInfo('no_output', attempt=1)
+LONG = 'lots of words ' * 30
 TOOLS = ['get_weather', 'read_file', 'search_history', 'other']
 
 
@@ -50,7 +51,11 @@ def check(message: m.ModelMessage, terms: list[str], skip: frozenset[str], rarit
     return True
 
 
-text = st.lists(st.sampled_from(WORDS), max_size=120).map(' '.join) | st.text(max_size=40)
+text = (
+    st.lists(st.sampled_from(WORDS), max_size=20).map(' '.join)
+    | st.lists(st.sampled_from(WORDS), min_size=40, max_size=150).map(' '.join)  # past the display limits
+    | st.text(max_size=40)
+)
 json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text
 json_value = st.recursive(
     json_leaf,
@@ -132,6 +137,14 @@ def test_ordinary_messages_take_the_fast_path() -> None:
         m.ModelRequest(parts=[m.SystemPromptPart(HARNESS_LEGACY_SUMMARY_PREFIX + 'old summary')]),
         m.ModelRequest(parts=[m.CompactionPart(content='s', metadata={HARNESS_SUMMARY_KEY: True})]),
         marker_request(3),
+        m.ModelRequest(parts=[m.SystemPromptPart(LONG + 'paris'), m.UserPromptPart(LONG + 'paris ' + LONG)]),
+        m.ModelResponse(parts=[m.TextPart(LONG + 'paris'), m.ToolCallPart('t', {'a': LONG + 'paris ' + LONG})]),
+        m.ModelRequest(
+            parts=[
+                m.ToolReturnPart('t', [LONG, {'k': 'paris ' + LONG}], 'c'),
+                m.InstructionDeltaPart(id=None, content=LONG),
+            ]
+        ),
     ]
     for message in ordinary:
         assert check(message, ['paris'], DEFAULT_SKIP_TOOLS, None), message
