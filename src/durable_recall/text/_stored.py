@@ -2,7 +2,7 @@
 
 A search answer shows 35 to 40 messages. Validating each stored body into pydantic-ai's classes
 (`ModelMessagesTypeAdapter`) cost more than half of what showing it did, and nothing of those
-objects is needed to render the few fields display reads. So a body is parsed with `json.loads`
+objects is needed to render the few fields display reads. So a body is parsed as plain JSON
 and its parts are turned into the very `Piece`s `display_lines` makes (`prepare_stored`); the
 lines then come from the same `piece_line` (`stored_lines`).
 
@@ -16,7 +16,6 @@ as before. A test compares both paths on every part shape the suite knows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterator, Mapping
 from typing import NamedTuple, cast
 
@@ -78,8 +77,12 @@ def prepare_stored(body: str) -> Prepared | None:
     Args:
         body: A message's JSON text, as `decode_body` gives it.
     """
+    import pydantic_core
+
     try:
-        data: object = json.loads(body, parse_constant=_refuse_constant)
+        # pydantic-core's parser, the one validation parses stored JSON with (and twice as fast as
+        # `json.loads`); without NaN and Infinity, which `dump_messages` never writes.
+        data: object = pydantic_core.from_json(body, allow_inf_nan=False)
         return _prepare(data)
     except (_Unknown, KeyError, ValueError, RecursionError):
         return None
@@ -97,10 +100,6 @@ def stored_lines(
     if not lines and any(tool in skip_tools for tool in prepared.tools):
         return [EARLIER_SEARCH]
     return lines or [NO_TEXT]
-
-
-def _refuse_constant(name: str) -> object:
-    raise _Unknown(name)
 
 
 def _prepare(data: object) -> Prepared:
