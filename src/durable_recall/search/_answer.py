@@ -12,7 +12,6 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
 from ..base import CorruptRunError, CorruptSnapshotError
-from ..text import display_lines
 from ._hits import Doc, Hit, Line
 
 __all__ = (
@@ -221,7 +220,7 @@ def _block(
         if line.run_key != current:
             out.append(f'  (run: {line.run.run_id} | {said_at(line.time)})')
         current = line.run_key
-        rendered = display_lines(line.message, terms, rarity=rarity, skip_tools=skip_tools)
+        rendered = line.shown.lines(terms, rarity=rarity, skip_tools=skip_tools)
         own = line.run_key == hit.candidate.run_key and line.position == hit.position
         out.append(f'{">" if own else " "}[{line.position}] {rendered[0]}')
         out.extend(f'     {text}' for text in rendered[1:])

@@ -47,6 +47,7 @@ from ..conversations import (
 from ..history import record_view
 from ..index import Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
 from ._entry_feed import EntryFeed, decode_state, run_record
+from ._shown import StoredMessage
 from ._source_corpus import SourceCorpus
 
 __all__ = ('ConversationCorpus', 'conversation_corpus')
@@ -266,6 +267,10 @@ class ConversationCorpus:
         if self._active is not self._storage and self._fallback is not None:
             return await self._fallback.get_runs(run_ids)
         return {run_id: run_record(run) for run_id, run in (await self.log_runs(run_ids)).items()}
+
+    async def read_stored(self, wanted: Mapping[str, Sequence[int]]) -> Mapping[str, Mapping[int, StoredMessage]]:
+        """The messages as `read_logs` gives them: this corpus holds them decoded."""
+        return await self.read_logs(wanted)
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         """Messages by run and position: entry ids from the runs' index states, bodies in one read."""

@@ -14,7 +14,8 @@ from pydantic_ai.messages import ModelMessage
 
 from ..base import RunRecord
 from ..index import Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
-from ..stores import StepStore
+from ..stores import LogBodies, StepStore
+from ._shown import StoredMessage
 
 __all__ = ('Corpus', 'StoreCorpus')
 
@@ -45,12 +46,21 @@ class Corpus(Protocol):
         """Messages by run and log number (the `seqs` of the index's run rows)."""
         ...
 
+    async def read_stored(self, wanted: Mapping[str, Sequence[int]]) -> Mapping[str, Mapping[int, StoredMessage]]:
+        """`read_logs` for display: each entry as its stored JSON text where the corpus has it, else the message.
+
+        Raises:
+            CorruptSnapshotError: A body is missing or does not decode.
+        """
+        ...
+
 
 class StoreCorpus:
     """A store's persistent index, caught up from the snapshots saved since each run was indexed."""
 
     def __init__(self, store: StepStore) -> None:
         self._store = store
+        self._bodies = store if isinstance(store, LogBodies) else None
         self._indexer = Indexer.of_store(store)
 
     @property
@@ -74,4 +84,10 @@ class StoreCorpus:
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         """The store's log entries."""
+        return await self._store.read_logs(wanted)
+
+    async def read_stored(self, wanted: Mapping[str, Sequence[int]]) -> Mapping[str, Mapping[int, StoredMessage]]:
+        """The store's log entries as JSON text, when the store can read them so (`LogBodies`)."""
+        if self._bodies is not None:
+            return await self._bodies.read_log_bodies(wanted)
         return await self._store.read_logs(wanted)

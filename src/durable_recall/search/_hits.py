@@ -8,6 +8,7 @@ from typing import NamedTuple
 from pydantic_ai.messages import ModelMessage
 
 from ..base import RunRecord
+from ._shown import Shown
 
 __all__ = ('Candidate', 'Doc', 'Hit', 'Line')
 
@@ -22,15 +23,20 @@ class Line(NamedTuple):
         run: The record of the run whose position it is.
         run_key: That run's key in the index.
         position: Its position in that run's record (the number the block shows).
-        message: The message.
+        shown: The message, as the answer renders it.
         time: When it was said, as POSIX seconds (its run's start when it carries no time).
     """
 
     run: RunRecord
     run_key: int
     position: int
-    message: ModelMessage
+    shown: Shown
     time: float
+
+    @property
+    def message(self) -> ModelMessage:
+        """The message (decoded from its stored JSON on first use, if it was shown from it)."""
+        return self.shown.message
 
 
 @dataclass(frozen=True)

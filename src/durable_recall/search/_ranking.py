@@ -343,7 +343,7 @@ class Ranker:
             return []
         seqs = decode_ints(run.row.seqs)
         asked = [(run.record, {p: seqs[p] for p in range(first)})]
-        [messages] = await self._reader.messages(asked, [summary_positions(run.row)])
+        [messages] = await self._reader.decoded(asked, [summary_positions(run.row)])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _filtered(self, scope: _Scope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:

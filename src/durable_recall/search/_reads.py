@@ -13,11 +13,11 @@ from collections.abc import Collection, Mapping, Sequence
 
 from pydantic_ai.messages import ModelMessage
 
-from ..base import CorruptRunError, CorruptSnapshotError, RunRecord
-from ..history import strip_artifacts, summary_view
+from ..base import CorruptRunError, CorruptSnapshotError, MessageDecodeError, RunRecord
 from ..index import ROLE_NAMES, IndexedRunRow, Unreadable, decode_ints
 from ._corpus import Corpus
 from ._damage import DAMAGE
+from ._shown import Shown, StoredMessage
 
 __all__ = ('Reader', 'summary_positions')
 
@@ -27,7 +27,7 @@ class Reader:
 
     def __init__(self, corpus: Corpus, *, max_cached_messages: int = 2048) -> None:
         self._corpus = corpus
-        self._shown: OrderedDict[tuple[str, str, int, bool], ModelMessage] = OrderedDict()
+        self._shown: OrderedDict[tuple[str, str, int, bool], Shown] = OrderedDict()
         self._max_shown = max_cached_messages
         self.unreadable: list[Unreadable] = []
         """What could not be read since the owner last reset it."""
@@ -50,7 +50,7 @@ class Reader:
 
     async def messages(
         self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]], summaries: Sequence[Collection[int]] = ()
-    ) -> list[dict[int, ModelMessage]]:
+    ) -> list[dict[int, Shown]]:
         """Record messages by position, per run asked, from recent answers or one read of the corpus.
 
         A position in the run's `summaries` (the index's `summary` role) is the summary its log
@@ -62,23 +62,20 @@ class Reader:
         views = [
             (run, seqs, summaries[index] if index < len(summaries) else ()) for index, (run, seqs) in enumerate(asked)
         ]
-        unread: dict[str, set[int]] = {}
+        unread: dict[str, dict[int, set[bool]]] = {}
         for run, seqs, summary in views:
             for position, seq in seqs.items():
                 if (run.run_id, run.token, seq, position in summary) not in cache:
-                    unread.setdefault(run.run_id, set()).add(seq)
+                    unread.setdefault(run.run_id, {}).setdefault(seq, set()).add(position in summary)
         if unread:
-            wanted = {run_id: sorted(seqs) for run_id, seqs in unread.items()}
-            found = await self._read_logs(wanted)
-            for run, seqs, summary in views:
-                stored = found.get(run.run_id, {})
-                for position, seq in seqs.items():
-                    message = stored.get(seq)
-                    if message is not None:
-                        cache[run.run_id, run.token, seq, position in summary] = _view(message, position in summary)
-        out: list[dict[int, ModelMessage]] = []
+            found = await self._read_logs(unread)
+            tokens = {run.run_id: run.token for run, _, _ in views}
+            for run_id, shown in found.items():
+                for (seq, summary), item in shown.items():
+                    cache[run_id, tokens[run_id], seq, summary] = item
+        out: list[dict[int, Shown]] = []
         for run, seqs, summary in views:
-            messages: dict[int, ModelMessage] = {}
+            messages: dict[int, Shown] = {}
             for position, seq in seqs.items():
                 key = (run.run_id, run.token, seq, position in summary)
                 message = cache.get(key)
@@ -90,26 +87,47 @@ class Reader:
             cache.popitem(last=False)
         return out
 
-    async def _read_logs(self, wanted: dict[str, list[int]]) -> dict[str, dict[int, ModelMessage]]:
-        """Log entries in one read; run by run if a body does not decode (that run is then named, not shown)."""
-        try:
-            return await self._corpus.read_logs(wanted)
-        except CorruptSnapshotError:
-            pass
-        out: dict[str, dict[int, ModelMessage]] = {}
-        for run_id, seqs in wanted.items():
+    async def decoded(
+        self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]], summaries: Sequence[Collection[int]] = ()
+    ) -> list[dict[int, ModelMessage]]:
+        """`messages` as pydantic-ai messages (a run one of which does not decode is named and left out)."""
+        out: list[dict[int, ModelMessage]] = []
+        for (run, _), shown in zip(asked, await self.messages(asked, summaries), strict=True):
             try:
-                out.update(await self._corpus.read_logs({run_id: seqs}))
-            except CorruptSnapshotError as error:
-                self.unreadable.append(error)
+                out.append({position: item.message for position, item in shown.items()})
+            except MessageDecodeError as error:
+                self.unreadable.append(CorruptSnapshotError(run.run_id, -1, str(error)))
+                out.append({})
         return out
 
+    async def _read_logs(self, unread: dict[str, dict[int, set[bool]]]) -> dict[str, dict[tuple[int, bool], Shown]]:
+        """Log entries in one read, ready to show as asked (`unread`: run, log number, whether as its summary).
 
-def _view(message: ModelMessage, summary: bool) -> ModelMessage:
-    """A stored message as the record holds it: its summary view, or without compaction artifacts."""
-    if summary:
-        return summary_view(message) or message
-    return strip_artifacts(message) or message
+        A run whose read fails is read again alone; a run one of whose bodies does not read, or
+        does not decode, is named in `unreadable` and not shown.
+        """
+        wanted = {run_id: sorted(seqs) for run_id, seqs in unread.items()}
+        try:
+            found = await self._corpus.read_stored(wanted)
+        except CorruptSnapshotError:
+            found = dict[str, Mapping[int, StoredMessage]]()
+            for run_id, seqs in wanted.items():
+                try:
+                    found.update(await self._corpus.read_stored({run_id: seqs}))
+                except CorruptSnapshotError as error:
+                    self.unreadable.append(error)
+        out: dict[str, dict[tuple[int, bool], Shown]] = {}
+        for run_id, stored in found.items():
+            try:
+                out[run_id] = {
+                    (seq, summary): Shown.of(stored[seq], summary=summary)
+                    for seq, flags in unread[run_id].items()
+                    if seq in stored
+                    for summary in flags
+                }
+            except MessageDecodeError as error:
+                self.unreadable.append(CorruptSnapshotError(run_id, -1, str(error)))
+        return out
 
 
 _SUMMARY = ROLE_NAMES.index('summary')

@@ -19,6 +19,7 @@ from ..base import CorruptSnapshotError, RunRecord, format_timestamp
 from ..history import HistorySource, RunHistory
 from ..index import Folded, IndexedRunRow, Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
 from ..stores import MemoryIndex
+from ._shown import StoredMessage
 
 __all__ = ('SourceCorpus',)
 
@@ -118,6 +119,10 @@ class SourceCorpus:
     async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         """The records of runs the corpus holds."""
         return {run_id: self.runs[run_id].run for run_id in run_ids if run_id in self.runs}
+
+    async def read_stored(self, wanted: Mapping[str, Sequence[int]]) -> Mapping[str, Mapping[int, StoredMessage]]:
+        """The messages as `read_logs` gives them: this corpus holds them decoded."""
+        return await self.read_logs(wanted)
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         """Messages by log number."""

@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 )
 
 from ..base import dump_messages, load_messages
-from ..text import display_lines
+from ..text import DEFAULT_SKIP_TOOLS, display_lines, prepare_stored, stored_lines
 from ._request import query_terms
 
 __all__ = ('warm_up',)
@@ -55,5 +55,10 @@ def warm_up() -> None:
             timestamp=at,
         ),
     ]
-    for message in load_messages(dump_messages(sample)):
+    bodies = dump_messages(sample)
+    for message in load_messages(bodies):
         display_lines(message, terms)
+    for body in bodies:  # what an answer renders from (`_shown`)
+        prepared = prepare_stored(body)
+        if prepared is not None:
+            stored_lines(prepared, terms, skip_tools=DEFAULT_SKIP_TOOLS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, StepStore
+from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
 from ._url import open_store, redact_url
 from .memory import InMemoryStepStore, MemoryIndex
@@ -24,6 +24,7 @@ __all__ = (
     'ConversationSummaries',
     'ConversationSummary',
     'InMemoryStepStore',
+    'LogBodies',
     'MemoryIndex',
     'PostgresStepStore',
     'SqliteStepStore',

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 from ..base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from ..index import SnapshotReader
 
-__all__ = ('BatchSaver', 'ConversationSummary', 'ConversationSummaries', 'StepStore')
+__all__ = ('BatchSaver', 'ConversationSummary', 'ConversationSummaries', 'LogBodies', 'StepStore')
 
 
 @runtime_checkable
@@ -77,6 +77,25 @@ class StepStore(SnapshotReader, Protocol):
 
     async def aclose(self) -> None:
         """Release connections the store opened itself (a caller-owned pool stays open)."""
+        ...
+
+
+@runtime_checkable
+class LogBodies(Protocol):
+    """A store that can hand back log entries as their stored JSON text, not decoded into messages.
+
+    A search answer shows a few dozen messages and needs only their display text; turning each
+    into pydantic-ai objects cost more than half of showing it (`durable_recall.text.prepare_stored`
+    renders the JSON directly). Every built-in store has it; a store without it is read through
+    `read_logs` as before.
+    """
+
+    async def read_log_bodies(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, str]]:
+        """`read_logs`, with each message as its JSON text (checksum verified), not validated as a message.
+
+        Raises:
+            CorruptSnapshotError: A body is missing or does not decode (its snapshot index is -1).
+        """
         ...
 
 

@@ -34,6 +34,7 @@ __all__ = (
     'ReadListing',
     'SnapshotRow',
     'decode_log',
+    'decode_log_bodies',
     'decode_ranges',
     'decode_snapshot',
     'decode_snapshots',
@@ -260,6 +261,18 @@ def decode_log(run_id: str, log: Mapping[int, StoredBody | None]) -> dict[int, M
     except MessageDecodeError as error:
         raise CorruptSnapshotError(run_id, -1, str(error)) from error
     return dict(zip(wanted, messages, strict=True))
+
+
+def decode_log_bodies(run_id: str, log: Mapping[int, StoredBody | None]) -> dict[int, str]:
+    """The JSON text of log entries read by number (`read_log_bodies`), checksums verified, in number order.
+
+    Raises:
+        CorruptSnapshotError: A body is missing or does not decode (`decode_log`'s reasons); the
+            JSON itself is not validated here: a reader that needs messages still goes through
+            `load_messages`, which names a body that is not one.
+    """
+    wanted = sorted(log)
+    return dict(zip(wanted, gather_bodies(run_id, -1, [(seq, seq + 1) for seq in wanted], log), strict=True))
 
 
 def gather_bodies(

@@ -35,6 +35,7 @@ from ._markers import (
 )
 from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SHORT_LIMIT, TEXT_LIMIT, display_lines, index_text
 from ._roles import ROLES, Role, message_role, message_time
+from ._stored import Prepared, prepare_stored, stored_lines
 from ._tokenize import Token, iter_tokens, tokenize
 
 __all__ = (
@@ -48,6 +49,7 @@ __all__ = (
     'HARNESS_RECEIPT_TAG',
     'HARNESS_SUMMARY_KEY',
     'NO_TEXT',
+    'Prepared',
     'ROLES',
     'SEARCH_TOOL_NAME',
     'SHORT_LIMIT',
@@ -67,8 +69,10 @@ __all__ = (
     'is_summary_artifact',
     'iter_tokens',
     'marker_request',
+    'prepare_stored',
     'message_role',
     'message_time',
+    'stored_lines',
     'tokenize',
     'without_marker',
 )

@@ -52,6 +52,13 @@ from ._markers import is_compaction_marker, is_marker_part
 
 __all__ = (
     'DEFAULT_SKIP_TOOLS',
+    'EARLIER_SEARCH',
+    'RETURN_LABELS',
+    'Piece',
+    'piece_line',
+    'retry_text',
+    'to_json',
+    'value_text',
     'NO_TEXT',
     'SHORT_LIMIT',
     'TEXT_LIMIT',
@@ -71,7 +78,7 @@ SHORT_LIMIT = 200
 NO_TEXT = '[no text content]'
 """The display line of a message with nothing to show, such as a response holding only thinking."""
 
-_RETURN_LABELS = {
+RETURN_LABELS = {
     'success': 'Tool return',
     'failed': 'Tool failed',
     'denied': 'Tool denied',
@@ -79,7 +86,7 @@ _RETURN_LABELS = {
 }
 
 
-class _Piece(NamedTuple):
+class Piece(NamedTuple):
     """One part as both modes need it."""
 
     indexed: str
@@ -122,13 +129,15 @@ def display_lines(
         rarity: The terms' idf, so the excerpt centres on the rarest term a part holds.
         skip_tools: As for `index_text`, so display and index agree on what a message holds.
     """
-    lines = [
-        (piece.label + clip(piece.body, piece.limit, terms, rarity) + piece.closing).rstrip()
-        for piece in _pieces(message, skip_tools)
-    ]
+    lines = [piece_line(piece, terms, rarity) for piece in _pieces(message, skip_tools)]
     if not lines and _is_skipped_tool_traffic(message, skip_tools):
         return [EARLIER_SEARCH]
     return lines or [NO_TEXT]
+
+
+def piece_line(piece: Piece, terms: Collection[str], rarity: Mapping[str, float] | None) -> str:
+    """A part's display line: its label, its body clipped around the query, its closing."""
+    return (piece.label + clip(piece.body, piece.limit, terms, rarity) + piece.closing).rstrip()
 
 
 EARLIER_SEARCH = '[an earlier search, not repeated]'
@@ -139,7 +148,7 @@ def _is_skipped_tool_traffic(message: ModelMessage, skip_tools: Collection[str])
     return any(getattr(part, 'tool_name', None) in skip_tools for part in message.parts)
 
 
-def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[_Piece]:
+def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[Piece]:
     if is_compaction_marker(message):
         return
     in_request = message.kind == 'request'
@@ -165,7 +174,7 @@ def _is_legacy_retry(part: object) -> bool:
     return getattr(part, 'part_kind', None) == 'retry-prompt'
 
 
-def _request_piece(part: object) -> _Piece | None:
+def _request_piece(part: object) -> Piece | None:
     if isinstance(part, _parts.UserPromptPart):
         return _text_piece('User: ', _user_text(part), TEXT_LIMIT)
     if isinstance(part, _parts.SystemPromptPart):
@@ -175,7 +184,7 @@ def _request_piece(part: object) -> _Piece | None:
     if isinstance(part, _parts.ToolReturnPart):
         return _return_piece(cast('ToolReturnPart[Any]', part))
     if isinstance(part, _parts.RetryFeedbackPart):
-        return _text_piece('Retry: ', _retry_text(part.content), TEXT_LIMIT)
+        return _text_piece('Retry: ', retry_text(part.content), TEXT_LIMIT)
     if isinstance(part, _parts.CompactionPart):
         return _text_piece('Summary: ', part.content or '', TEXT_LIMIT)
     if isinstance(part, _parts.SpeechPart):
@@ -183,11 +192,11 @@ def _request_piece(part: object) -> _Piece | None:
     if _is_legacy_retry(part):
         tool_name = getattr(part, 'tool_name', None)
         label = f'Retry [{tool_name}]: ' if isinstance(tool_name, str) else 'Retry: '
-        return _text_piece(label, _retry_text(getattr(part, 'content', None)), TEXT_LIMIT)
+        return _text_piece(label, retry_text(getattr(part, 'content', None)), TEXT_LIMIT)
     return None
 
 
-def _response_piece(part: object) -> _Piece | None:
+def _response_piece(part: object) -> Piece | None:
     if isinstance(part, _parts.TextPart):
         return _text_piece('Assistant: ', part.content, TEXT_LIMIT)
     if isinstance(part, _parts.ToolCallPart):
@@ -197,8 +206,8 @@ def _response_piece(part: object) -> _Piece | None:
     return None
 
 
-def _text_piece(label: str, text: str, limit: int) -> _Piece | None:
-    return _Piece(text, label, text, limit) if text.strip() else None
+def _text_piece(label: str, text: str, limit: int) -> Piece | None:
+    return Piece(text, label, text, limit) if text.strip() else None
 
 
 def _user_text(part: UserPromptPart) -> str:
@@ -213,39 +222,39 @@ def _user_text(part: UserPromptPart) -> str:
     return ' '.join(texts)
 
 
-def _instruction_piece(part: InstructionDeltaPart) -> _Piece | None:
+def _instruction_piece(part: InstructionDeltaPart) -> Piece | None:
     label = f'Instructions [{part.id}]' if part.id is not None else 'Instructions'
     if part.content is None:
-        return _Piece('', f'{label} withdrawn', '', SHORT_LIMIT)
+        return Piece('', f'{label} withdrawn', '', SHORT_LIMIT)
     return _text_piece(f'{label}: ', part.content, SHORT_LIMIT)
 
 
-def _speech_piece(part: SpeechPart) -> _Piece | None:
+def _speech_piece(part: SpeechPart) -> Piece | None:
     return _text_piece(f'Speech [{part.speaker}]: ', part.transcript or '', TEXT_LIMIT)
 
 
-def _return_piece(part: ToolReturnPart[Any]) -> _Piece:
+def _return_piece(part: ToolReturnPart[Any]) -> Piece:
     content = cast(object, part.content)
     if part.outcome == 'retried':
-        text = _retry_text(content)
+        text = retry_text(content)
         label = f'Retry [{part.tool_name}]: '
     else:
         items = cast(list[object], content) if isinstance(content, list) else [content]
-        text = ' '.join(item_text for item in items if (item_text := _value_text(item)))
-        label = f'{_RETURN_LABELS.get(part.outcome, "Tool return")} [{part.tool_name}]: '
-    return _Piece(text, label, text, TEXT_LIMIT)
+        text = ' '.join(item_text for item in items if (item_text := value_text(item)))
+        label = f'{RETURN_LABELS.get(part.outcome, "Tool return")} [{part.tool_name}]: '
+    return Piece(text, label, text, TEXT_LIMIT)
 
 
-def _call_piece(part: ToolCallPart[Any]) -> _Piece:
+def _call_piece(part: ToolCallPart[Any]) -> Piece:
     import pydantic_core
 
     args = part.args_as_dict()
     values = _json_values(pydantic_core.to_jsonable_python(args, serialize_unknown=True, bytes_mode='base64'))
     searchable = ' '.join([part.tool_name, *values])
-    return _Piece(searchable, f'Tool call {part.tool_name}(', _json(args) if args else '', SHORT_LIMIT, ')')
+    return Piece(searchable, f'Tool call {part.tool_name}(', to_json(args) if args else '', SHORT_LIMIT, ')')
 
 
-def _retry_text(content: object) -> str:
+def retry_text(content: object) -> str:
     """The feedback a retry carries: a message as is, validation errors as JSON without `ctx`.
 
     `ctx` is whatever a validator was handed as context: the application's data, not the model's
@@ -258,19 +267,19 @@ def _retry_text(content: object) -> str:
             else item
             for item in cast(list[object], content)
         ]
-        return _json(errors)
-    return _value_text(content)
+        return to_json(errors)
+    return value_text(content)
 
 
-def _value_text(value: object) -> str:
+def value_text(value: object) -> str:
     if value is None or _parts.is_multi_modal_content(value):
         return ''
     if isinstance(value, str):
         return value
-    return _json(value)
+    return to_json(value)
 
 
-def _json(value: object) -> str:
+def to_json(value: object) -> str:
     import pydantic_core
 
     return pydantic_core.to_json(value, serialize_unknown=True, bytes_mode='base64').decode()

@@ -199,6 +199,20 @@ class InMemoryStepStore:
             raise CorruptSnapshotError(run_id, -1, str(error)) from error
         return dict(zip(wanted, messages, strict=True))
 
+    async def read_log_bodies(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, str]]:
+        """`read_logs` as JSON text (see `LogBodies`)."""
+        out: dict[str, dict[int, str]] = {}
+        for run_id, seqs in wanted.items():
+            run = self._runs.get(run_id)
+            found = (
+                {}
+                if run is None
+                else {seq: self._body(run, seq, -1) for seq in sorted(set(seqs)) if 0 <= seq < len(run.log)}
+            )
+            if found:
+                out[run_id] = found
+        return out
+
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
         out: dict[str, dict[int, ModelMessage]] = {}
         for run_id, seqs in wanted.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Generator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Generator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,15 @@ from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._protocol import ConversationSummary
 from .._run_rows import run_record
-from .._snapshot_rows import ReadListing, SnapshotRow, decode_log, decode_ranges, decode_snapshot, decode_snapshots
+from .._snapshot_rows import (
+    ReadListing,
+    SnapshotRow,
+    decode_log,
+    decode_log_bodies,
+    decode_ranges,
+    decode_snapshot,
+    decode_snapshots,
+)
 from .._summaries import summarize_conversations
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
@@ -207,16 +215,30 @@ class SqliteStepStore:
             return await self._db.lookup_read(read, lambda log: decode_log(run_id, log))
 
     async def read_logs(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, ModelMessage]]:
+        with _text_of_log(', '.join(wanted)):
+            return await self._db.lookup_read(
+                self._logs_query(wanted), lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
+            )
+
+    async def read_log_bodies(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, str]]:
+        """`read_logs` as JSON text (see `LogBodies`): one point read, bodies inflated and checked inline."""
+        with _text_of_log(', '.join(wanted)):
+            return await self._db.lookup_read(
+                self._logs_query(wanted),
+                lambda logs: {run_id: decode_log_bodies(run_id, log) for run_id, log in logs.items()},
+            )
+
+    @staticmethod
+    def _logs_query(
+        wanted: Mapping[str, Sequence[int]],
+    ) -> Callable[[sqlite3.Connection], dict[str, dict[int, StoredBody | None]]]:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
 
         def read(conn: sqlite3.Connection) -> dict[str, dict[int, StoredBody | None]]:
             with transaction(conn, 'BEGIN'):
                 return _reads.logs(conn, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)])
 
-        with _text_of_log(', '.join(asked)):
-            return await self._db.lookup_read(
-                read, lambda logs: {run_id: decode_log(run_id, log) for run_id, log in logs.items()}
-            )
+        return read
 
     async def mistyped_rows(self) -> list[tuple[str, str]]:
         """Rows holding a value of another type than its column declares, as `(run, what)`: a full scan.
