@@ -80,8 +80,9 @@ async def test_catch_up_reads_a_batch_of_runs_in_one_read(sql_kit: StoreKit, mon
         await save_history(store, run_id, [messages(100 + 2 * number, 101 + 2 * number)])
     calls: list[str] = []
     batched: list[int] = []
-    one_by_one = type(store).list_snapshots_sharing
-    read_listings = type(store).read_listings
+    kind: Any = type(store)
+    one_by_one = kind.list_snapshots_sharing
+    read_listings = kind.read_listings
 
     async def counted_one(self: Any, run_id: str, **kwargs: Any) -> Any:
         calls.append(run_id)
@@ -91,8 +92,8 @@ async def test_catch_up_reads_a_batch_of_runs_in_one_read(sql_kit: StoreKit, mon
         batched.append(len(after))
         return await read_listings(self, after)
 
-    monkeypatch.setattr(type(store), 'list_snapshots_sharing', counted_one)
-    monkeypatch.setattr(type(store), 'read_listings', counted_batch)
+    monkeypatch.setattr(kind, 'list_snapshots_sharing', counted_one)
+    monkeypatch.setattr(kind, 'read_listings', counted_batch)
 
     assert await update_index(store) == []
 
