@@ -155,7 +155,8 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
         'ingest': (
             f'each run adds {per_run:.1f} messages on top of up to {CHAT_WINDOW} inherited ones, and pays what any run '
             'pays: a committed write (its registration with its first snapshot; on SQLite a sync of the file), a '
-            'snapshot at its end, and at catch-up about 1 ms of Python a run: reading its snapshot rows and log, '
+            'snapshot at its end, and at catch-up about 1 ms of Python a run: reading its snapshot rows and log '
+            "(with 63 other runs' in one read), "
             'folding them (the inherited window is decoded and hashed once per catch-up, not per run), hashing and '
             'tokenizing what is new, and writing its index row'
         ),
