@@ -263,6 +263,29 @@ async def test_the_pool_connects_while_the_schema_is_checked(
     assert events == ['pool opens', 'schema checked']  # one connection's wait, not two in turn
 
 
+async def test_a_refused_first_connection_opens_no_pool(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pool connects only once the server has taken the direct connection: a pool pointed at a
+    # database that does not exist would retry in the background and log each refusal, beside the
+    # one error the caller gets.
+    from psycopg_pool import AsyncConnectionPool
+
+    opened: list[str] = []
+    real_open = AsyncConnectionPool.open
+
+    async def pool_open(self: AsyncConnectionPool[Any], *args: Any, **kwargs: Any) -> None:
+        opened.append('pool opens')
+        await real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncConnectionPool, 'open', pool_open)
+    missing = postgres_url.rpartition('/')[0] + '/durable_recall_no_such_db'
+    store = PostgresStepStore(missing)
+    with pytest.raises(_errors.StoreUnavailableError, match='durable_recall_no_such_db'):
+        await store.list_runs()
+    await store.aclose()
+
+    assert opened == []
+
+
 def test_a_store_outlives_its_first_event_loop(postgres_url: str, postgres_schema: str) -> None:
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
 

@@ -198,12 +198,9 @@ class PostgresConnector:
             kwargs={'autocommit': True, 'connect_timeout': self._libpq_timeout()},
         )
         try:
-            # The pool starts making its first connection now, in the background, while the schema
-            # is checked on a direct one: a fresh process waits for one connection, not two in turn.
-            await pool.open(wait=False)
             if not self._schema_ready:
                 # A direct first connection reports a refusal with the server's reason, which a pool
-                # (retrying in the background) would turn into a bare timeout.
+                # (retrying in the background) would turn into a bare timeout, and log besides.
                 try:
                     with anyio.fail_after(self._connect_timeout):
                         conn = await psycopg.AsyncConnection.connect(
@@ -212,7 +209,12 @@ class PostgresConnector:
                 except (psycopg.OperationalError, TimeoutError) as error:
                     raise self._unavailable(error) from error
                 async with conn:
+                    # The server took this connection: the pool makes its first one in the background
+                    # while the schema is checked, so the check's round trips overlap that connect.
+                    await pool.open(wait=False)
                     await self._migrate(conn)
+            else:
+                await pool.open(wait=False)
             await pool.wait(timeout=self._connect_timeout)
         except BaseException as error:
             with anyio.CancelScope(shield=True):
