@@ -57,6 +57,7 @@ __all__ = (
     'Piece',
     'piece_line',
     'retry_text',
+    'return_piece',
     'to_json',
     'value_text',
     'NO_TEXT',
@@ -234,14 +235,18 @@ def _speech_piece(part: SpeechPart) -> Piece | None:
 
 
 def _return_piece(part: ToolReturnPart[Any]) -> Piece:
-    content = cast(object, part.content)
-    if part.outcome == 'retried':
+    return return_piece(part.tool_name, part.outcome, cast(object, part.content))
+
+
+def return_piece(tool_name: str, outcome: str, content: object) -> Piece:
+    """A tool return's display piece, from its fields (shared with the stored-JSON renderer)."""
+    if outcome == 'retried':
         text = retry_text(content)
-        label = f'Retry [{part.tool_name}]: '
+        label = f'Retry [{tool_name}]: '
     else:
         items = cast(list[object], content) if isinstance(content, list) else [content]
         text = ' '.join(item_text for item in items if (item_text := value_text(item)))
-        label = f'{RETURN_LABELS.get(part.outcome, "Tool return")} [{part.tool_name}]: '
+        label = f'{RETURN_LABELS.get(outcome, "Tool return")} [{tool_name}]: '
     return Piece(text, label, text, TEXT_LIMIT)
 
 

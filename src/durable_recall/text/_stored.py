@@ -30,8 +30,8 @@ from ._render import (
     Piece,
     piece_line,
     retry_text,
+    return_piece,
     to_json,
-    value_text,
 )
 
 __all__ = ('Prepared', 'prepare_stored', 'stored_lines')
@@ -237,14 +237,7 @@ def _return_piece(part: dict[str, object]) -> tuple[str | None, Piece]:
         raise _Unknown('tool return')  # a typed part, or not one pydantic-ai would load
     content = part['content']
     _check_plain(content)
-    if outcome == 'retried':
-        text = retry_text(content)
-        label = f'Retry [{tool_name}]: '
-    else:
-        items = cast(list[object], content) if isinstance(content, list) else [content]
-        text = ' '.join(item_text for item in items if (item_text := value_text(item)))
-        label = f'{RETURN_LABELS[cast(str, outcome)]} [{tool_name}]: '
-    return tool_name, Piece(text, label, text, TEXT_LIMIT)
+    return tool_name, return_piece(tool_name, cast(str, outcome), content)
 
 
 def _check_plain(value: object) -> None:
