@@ -196,14 +196,22 @@ def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
     try:
         return _one_each(bodies, adapter.validate_json(text))
     except ValidationError as error:
-        if not _is_surrogate_error(error):
+        if not _is_json_error(error):
             raise MessageDecodeError(_first_error(error)) from error
+        refused = error
     # pydantic-core's JSON parser refuses an escaped lone surrogate, which `dump_messages` writes
-    # for text that has one; the standard library parses it, and validation gives the same result.
+    # for text that has one, and does not always say so ('unexpected end of hex escape' for a high
+    # surrogate before anything but another escape). The standard library's parser is the one that
+    # wrote the text, so any text pydantic-core cannot parse gets a second parse from it; validation
+    # gives the same messages. Text neither can parse is reported with pydantic-core's reason.
     try:
-        return _one_each(bodies, adapter.validate_python(json.loads(text)))
-    except (ValueError, ValidationError) as error:
-        raise MessageDecodeError(str(error)) from error
+        parsed = json.loads(text)
+    except ValueError:
+        raise MessageDecodeError(_first_error(refused)) from refused
+    try:
+        return _one_each(bodies, adapter.validate_python(parsed))
+    except ValidationError as error:
+        raise MessageDecodeError(_first_error(error)) from error
 
 
 def _one_each(bodies: Sequence[str], messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -217,8 +225,8 @@ def _one_each(bodies: Sequence[str], messages: list[ModelMessage]) -> list[Model
     return messages
 
 
-def _is_surrogate_error(error: ValidationError) -> bool:
-    return any(item['type'] == 'json_invalid' and 'surrogate' in item['msg'] for item in error.errors())
+def _is_json_error(error: ValidationError) -> bool:
+    return any(item['type'] == 'json_invalid' for item in error.errors())
 
 
 def _first_error(error: ValidationError) -> str:
