@@ -104,6 +104,9 @@ def test_commands_reading_rows_only_load_no_pydantic_ai(populated: Populated, ar
     modules = loaded_modules([*argv, '--store', str(store)])
     assert {'durable_recall.base', 'durable_recall.stores', 'durable_recall.index'} <= modules, 'the store was read'
     assert not {m for m in modules if m.partition('.')[0] == 'pydantic_ai'}
+    # Nor what a SQLite file does not need: the memory store, and package metadata (read only to
+    # name the installed pydantic-ai in a version error). Each is ~10 ms of the start.
+    assert not {'durable_recall.stores.memory', 'importlib.metadata'} & modules
 
 
 @pytest.mark.parametrize(

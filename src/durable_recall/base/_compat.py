@@ -15,7 +15,6 @@ strings: a pre-release or a patched build that has the API passes, one that lack
 from __future__ import annotations
 
 import importlib.util
-from importlib.metadata import PackageNotFoundError, version
 
 from ._plain_errors import DurableRecallError
 
@@ -55,6 +54,9 @@ class PydanticAIVersionError(DurableRecallError, ImportError):
 
 
 def _installed_pydantic_ai() -> str | None:
+    # Imported here: `importlib.metadata` costs ~10 ms to import, and only this error needs it.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version('pydantic-ai-slim')
     except PackageNotFoundError:  # pragma: no cover - pydantic-ai installed without its metadata

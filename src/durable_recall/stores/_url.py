@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._protocol import StepStore
-from .memory import InMemoryStepStore
-
 if TYPE_CHECKING:
-    pass
+    from ._protocol import StepStore
 
 __all__ = ('open_store', 'redact_url')
 
@@ -37,6 +34,8 @@ def open_store(url: str) -> StepStore:
     """
     text = url.strip()
     if text in ('memory:', 'memory://'):
+        from .memory import InMemoryStepStore
+
         return InMemoryStepStore()
     scheme, separator, rest = text.partition('://')
     if not separator:
