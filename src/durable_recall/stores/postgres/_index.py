@@ -89,7 +89,7 @@ class PostgresIndex:
     async def status(self, conversation_id: str | None, *, all_scopes: bool) -> ScopeStatus:
         query = _STATUS_ALL if all_scopes else _STATUS_SCOPE
         params = {} if all_scopes else {'conv': conversation_id, 'pending': conversation_id or ''}
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(self._db.sql(query), params)
             row = await cur.fetchone()
         assert row is not None, 'the query selects from a one-row relation'
@@ -99,7 +99,7 @@ class PostgresIndex:
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
         if not run_ids:
             return {}
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             query = 'SELECT ' + _RUN_COLUMNS + ' FROM {index_runs} WHERE run_id = ANY(%s::text[])'
             await cur.execute(self._db.sql(query), (list(run_ids),))
             rows = {row[1]: indexed_run(*row) for row in await cur.fetchall()}
@@ -108,7 +108,7 @@ class PostgresIndex:
     async def runs_by_key(self, run_keys: Sequence[int]) -> dict[int, IndexedRunRow]:
         if not run_keys:
             return {}
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             query = 'SELECT ' + _RUN_COLUMNS + ' FROM {index_runs} WHERE run_key = ANY(%s::bigint[])'
             await cur.execute(self._db.sql(query), (list(run_keys),))
             return {row[0]: indexed_run(*row) for row in await cur.fetchall()}
@@ -119,7 +119,7 @@ class PostgresIndex:
             if all_scopes
             else _SCOPE_RUNS + ' WHERE scope_key = ' + SCOPE_KEY + _SCOPE_RUNS_ORDER
         )
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(self._db.sql(query), {} if all_scopes else {'conv': conversation_id})
             rows = await cur.fetchall()
         return [
@@ -128,7 +128,7 @@ class PostgresIndex:
         ]
 
     async def scope_spans(self, conversation_id: str | None) -> ScopeSpans:
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(self._db.sql(_SPANS), {'conv': conversation_id})
             row = await cur.fetchone()
         packed: bytes = b'' if row is None or row[0] is None else row[0]
@@ -150,7 +150,7 @@ class PostgresIndex:
         query = _POSTINGS + _ALL_SCOPES + _POSTINGS_ORDER
         if not all_scopes:
             query = _POSTINGS + ' AND scope_key = ' + SCOPE_KEY + _POSTINGS_ORDER
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(self._db.sql(query), {'terms': list(dict.fromkeys(terms)), 'conv': conversation_id})
             rows = await cur.fetchall()
         found: dict[str, list[PostingsRow]] = {}
@@ -161,7 +161,7 @@ class PostgresIndex:
     async def inherited(self, conversation_id: str, hashes: Sequence[bytes], *, exclude_run_id: str) -> set[bytes]:
         if not hashes:
             return set()
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(
                 self._db.sql(
                     'SELECT hash FROM {index_hashes}'
@@ -177,7 +177,7 @@ class PostgresIndex:
         query: LiteralString = 'SELECT DISTINCT term FROM {index_postings}'
         if not all_scopes:
             query += ' WHERE scope_key = ' + SCOPE_KEY
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(self._db.sql(query + ' ORDER BY term'), {} if all_scopes else {'conv': conversation_id})
             return [term for (term,) in await cur.fetchall()]
 

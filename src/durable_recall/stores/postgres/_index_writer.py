@@ -45,6 +45,10 @@ class IndexDatabase(Protocol):
         """A cursor inside one transaction."""
         ...
 
+    def read(self) -> AbstractAsyncContextManager[AsyncCursor[TupleRow]]:
+        """A cursor for reads of one statement each, outside a transaction."""
+        ...
+
 
 SCOPE_KEY: LiteralString = (
     '(SELECT scope_key FROM {index_scopes} WHERE conversation_id = %(conv)s'

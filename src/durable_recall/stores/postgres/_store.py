@@ -83,6 +83,7 @@ class PostgresStepStore:
         self._db = PostgresConnector(url, pool, schema=schema, connect_timeout=connect_timeout, max_size=max_size)
         self._sql = self._db.sql
         self._transaction = self._db.transaction
+        self._read = self._db.read
         self._index = PostgresIndex(self._db)
         self._vectors = PostgresVectors(self._db)
 
@@ -127,7 +128,7 @@ class PostgresStepStore:
         return stored
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             await cur.execute(self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = %s'), (run_id,))
             row = await cur.fetchone()
         return None if row is None else run_from_row(row)
@@ -135,7 +136,7 @@ class PostgresStepStore:
     async def get_runs(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         if not run_ids:
             return {}
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             await cur.execute(
                 self._sql(f'SELECT {RUN_COLUMNS} FROM {{runs}} WHERE run_id = ANY(%s::text[])'),
                 (sorted(set(run_ids)),),
@@ -148,7 +149,7 @@ class PostgresStepStore:
     ) -> list[RunRecord]:
         query = LIST_RUNS[conversation_id is not None, parent_run_id is not None]
         params = [value for value in (conversation_id, parent_run_id) if value is not None]
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             await cur.execute(self._sql(query), params)
             rows = await cur.fetchall()
         return [run_from_row(row) for row in rows]
@@ -177,7 +178,7 @@ class PostgresStepStore:
         return summaries, 0 if found is None else found[0]
 
     async def list_conversations(self) -> list[str]:
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             await cur.execute(
                 self._sql(
                     'SELECT DISTINCT conversation_id FROM {runs}'
@@ -303,7 +304,7 @@ class PostgresStepStore:
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         if not seqs:
             return {}
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             log = (await logs(cur, self._db, [(run_id, *span) for span in spans(seqs)])).get(run_id, {})
         return await anyio.to_thread.run_sync(decode_log, run_id, log)
 
@@ -311,7 +312,7 @@ class PostgresStepStore:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
         if not asked:
             return {}
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             ranges = [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)]
             found = await logs(cur, self._db, ranges)
 
@@ -330,7 +331,7 @@ class PostgresStepStore:
         asked = {run_id: sorted(set(seqs)) for run_id, seqs in wanted.items() if seqs}
         if not asked:
             return {}
-        async with self._transaction() as cur:
+        async with self._read() as cur:
             found = await logs(
                 cur, self._db, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)]
             )

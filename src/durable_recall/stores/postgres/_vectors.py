@@ -22,7 +22,7 @@ class PostgresVectors:
     async def load_vectors(self, model: str, run_ids: Sequence[str]) -> dict[str, VectorRow]:
         if not run_ids:
             return {}
-        async with self._db.transaction() as cur:
+        async with self._db.read() as cur:
             await cur.execute(
                 self._db.sql(
                     'SELECT run_id, seen, dim, hashes, vectors FROM {vectors}'
