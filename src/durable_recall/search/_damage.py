@@ -13,9 +13,9 @@ import zlib
 from collections.abc import Sequence
 
 from ..base import CorruptRunError, CorruptSnapshotError
-from ..index import IndexedRunRow, IndexStorage, array_length, decode_floats, decode_ints
+from ..index import IndexedRunRow, IndexStorage, array_length, decode_ints
 
-__all__ = ('DAMAGE', 'note_damage', 'recount', 'size_of', 'time_at', 'times_of')
+__all__ = ('DAMAGE', 'Problems', 'note_damage', 'recount', 'size_of', 'time_at')
 
 DAMAGE = (ValueError, ArithmeticError, IndexError, KeyError, struct.error, zlib.error)
 """What damaged index bytes or counts raise when decoded or used (a store's own errors are caught apart)."""
@@ -52,15 +52,6 @@ async def recount(storage: IndexStorage, conversation_id: str | None, *, all_sco
 def time_at(times: Sequence[float], position: int) -> float:
     """A message's time, or 0 (the epoch) where a damaged row has none: an order must still be total."""
     return times[position] if 0 <= position < len(times) else 0.0
-
-
-def times_of(problems: Problems, row: IndexedRunRow) -> Sequence[float]:
-    """A run's message times from its index row; none (and the damage noted) when they do not decode."""
-    try:
-        return decode_floats(row.times)
-    except DAMAGE as error:
-        note_damage(problems, f'the message times of run {row.run_id!r} do not decode ({error})')
-        return []
 
 
 def size_of(problems: Problems, row: IndexedRunRow) -> int:

@@ -20,17 +20,13 @@ from __future__ import annotations
 import heapq
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from ..base import DurableRecallError, RunRecord
 from ..index import (
     ROLE_NAMES,
-    IndexedRunRow,
     Match,
-    Postings,
     Progress,
     Unreadable,
-    decode_floats,
     decode_ints,
     idf,
     record_text_terms,
@@ -40,11 +36,12 @@ from ..index import (
 )
 from ._ask import Ask, Ranked
 from ._corpus import Corpus
-from ._damage import DAMAGE, note_damage, recount, size_of, time_at, times_of
+from ._damage import DAMAGE, note_damage, recount, size_of, time_at
 from ._fusion import fuse
 from ._hits import Candidate, Doc, Hit, Line
-from ._reads import Reader, summary_positions
+from ._reads import Reader
 from ._request import Filters
+from ._scope_cache import CachedRun, CachedScope
 from ._terms import read_postings
 from ._windows import Layout, in_run_window
 
@@ -53,30 +50,6 @@ __all__ = ('Ask', 'Ranked', 'Ranker')
 _ALL = object()
 _POSITION = (1 << 32) - 1
 _RETRIES = 4
-
-
-@dataclass(eq=False)
-class _Run:
-    """A run of the scope the search had to look at: its index row, record length and (once read) record."""
-
-    row: IndexedRunRow
-    size: int
-    record: RunRecord | None = None
-
-    @property
-    def order(self) -> tuple[str, str]:
-        """Corpus order: runs oldest first, ties by run id (as `list_runs` gives them)."""
-        return self.row.started_at, self.row.run_id
-
-
-@dataclass
-class _Scope:
-    generation: str
-    docs: int
-    length: int
-    terms: OrderedDict[str, Postings] = field(default_factory=OrderedDict[str, Postings])
-    runs: dict[int, _Run] = field(default_factory=dict[int, _Run])
-    layout: Layout | None = None
 
 
 class _Moved(Exception):
@@ -95,11 +68,11 @@ class Ranker:
         max_cached_messages: int = 2048,
     ) -> None:
         self._corpus = corpus
-        self._scopes: OrderedDict[object, _Scope] = OrderedDict()
+        self._scopes: OrderedDict[object, CachedScope] = OrderedDict()
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
         self._reader = Reader(corpus, max_cached_messages=max_cached_messages)
-        self._ranked: _Scope | None = None
+        self._ranked: CachedScope | None = None
         self._searches = 0
         """Searches begun (`refresh` calls): the first keeps common words to Python (see `_terms`)."""
         self._across: str | None = None
@@ -132,7 +105,7 @@ class Ranker:
             if docs < 0 or length < 0:
                 docs, length = await recount(self._corpus.storage, conversation_id, all_scopes=all_scopes)
                 self._damaged(f'its statistics are out of range ({status.docs} documents, length {status.length})')
-            self._scopes[key] = _Scope(status.generation, docs, length)
+            self._scopes[key] = CachedScope(status.generation, docs, length)
         self._scopes.move_to_end(key)
         while len(self._scopes) > self._max_scopes:
             self._scopes.popitem(last=False)
@@ -164,10 +137,10 @@ class Ranker:
                 return Ranked(total=max(scope.docs, 0), candidates=[], rarity={})
         raise RuntimeError('the search index kept changing while it was read; retry the search')
 
-    async def _rank(self, scope: _Scope, ask: Ask) -> Ranked:
+    async def _rank(self, scope: CachedScope, ask: Ask) -> Ranked:
         terms, params, filters, limit = ask.terms, ask.params, ask.filters, ask.limit
         conversation_id, all_scopes, run_id = ask.conversation_id, ask.all_scopes, ask.run_id
-        only: _Run | None = None
+        only: CachedRun | None = None
         head: list[Counter[str]] = []
         if run_id is not None:
             only = await self._run_by_id(scope, run_id, None if all_scopes else conversation_id)
@@ -221,7 +194,9 @@ class Ranker:
         ]
         return Ranked(total=total, candidates=candidates, rarity=rarity)
 
-    async def _best(self, scope: _Scope, scores: dict[int, float], limit: int | None) -> list[tuple[int, float, _Run]]:
+    async def _best(
+        self, scope: CachedScope, scores: dict[int, float], limit: int | None
+    ) -> list[tuple[int, float, CachedRun]]:
         """The best `limit` documents (all, for `None`) in corpus order among equal scores."""
         if limit is not None and len(scores) > limit:
             chosen = heapq.nsmallest(limit, ((-score, key) for key, score in scores.items()))
@@ -251,10 +226,8 @@ class Ranker:
         scope = self._ranked
         assert scope is not None, 'rank first'
         # Only the candidates' runs: the scope's cache may hold many more.
-        times = {
-            key: times_of(self._reader.unreadable, scope.runs[key].row)
-            for key in {found.run_key for found in candidates}
-        }
+        problems = self._reader.unreadable
+        times = {key: scope.runs[key].shown_times(problems) for key in {found.run_key for found in candidates}}
         return [time_at(times[found.run_key], found.position) for found in candidates]
 
     async def windows(self, context_lines: int) -> Callable[[Candidate], tuple[Doc, ...]]:
@@ -295,15 +268,15 @@ class Ranker:
         asked: list[tuple[RunRecord, dict[int, int]]] = []
         for key, record in list(records.items()):
             try:
-                seqs = decode_ints(runs[key].row.seqs)
+                seqs = runs[key].seqs()
             except DAMAGE as error:
                 self._damaged(f'the log numbers of run {record.run_id!r} do not decode ({error})')
                 del records[key]
                 continue
             asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
-        summaries = [summary_positions(runs[key].row) for key in records]
+        summaries = [runs[key].summaries() for key in records]
         read = dict(zip(records, await self._reader.messages(asked, summaries), strict=True))
-        times = {key: times_of(self._reader.unreadable, runs[key].row) for key in records}
+        times = {key: runs[key].shown_times(self._reader.unreadable) for key in records}
         hits: list[Hit] = []
         for found, window in zip(candidates, windows, strict=True):
             if found.position not in read.get(found.run_key, {}):
@@ -316,40 +289,40 @@ class Ranker:
             hits.append(Hit(found, records[found.run_key], tuple(lines)))
         return hits
 
-    async def _run_by_id(self, scope: _Scope, run_id: str, conversation_id: str | None) -> _Run | None:
+    async def _run_by_id(self, scope: CachedScope, run_id: str, conversation_id: str | None) -> CachedRun | None:
         """A run of the scope by id (`None` for a run outside it, unknown, unreadable or never indexed)."""
         row = (await self._corpus.storage.load_runs([run_id])).get(run_id)
         if row is None:
             return None
-        run = _Run(row, size_of(self._reader.unreadable, row))
+        run = CachedRun(row, size_of(self._reader.unreadable, row))
         run.record = (await self._reader.records([run_id])).get(run_id)
         if run.record is None or (conversation_id is not None and run.record.conversation_id != conversation_id):
             return None
         scope.runs[row.run_key] = run
         return run
 
-    async def _runs(self, scope: _Scope, run_keys: set[int]) -> dict[int, _Run]:
+    async def _runs(self, scope: CachedScope, run_keys: set[int]) -> dict[int, CachedRun]:
         """Runs by key, from the scope's cache or the index (one read); kept while the generation holds."""
         missing = sorted(key for key in run_keys if key not in scope.runs)
         if missing:
             for key, row in (await self._corpus.storage.runs_by_key(missing)).items():
-                scope.runs[key] = _Run(row, size_of(self._reader.unreadable, row))
+                scope.runs[key] = CachedRun(row, size_of(self._reader.unreadable, row))
         return {key: scope.runs[key] for key in run_keys if key in scope.runs}
 
-    async def _head(self, run: _Run) -> list[Counter[str]]:
+    async def _head(self, run: CachedRun) -> list[Counter[str]]:
         """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
         first = run.row.first
         if first == 0 or run.record is None:
             return []
-        seqs = decode_ints(run.row.seqs)
+        seqs = run.seqs()
         asked = [(run.record, {p: seqs[p] for p in range(first)})]
-        [messages] = await self._reader.decoded(asked, [summary_positions(run.row)])
+        [messages] = await self._reader.decoded(asked, [run.summaries()])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
-    async def _filtered(self, scope: _Scope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:
+    async def _filtered(self, scope: CachedScope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:
         runs = await self._runs(scope, {key >> 32 for key in scores})
-        roles = {key: decode_ints(run.row.roles) for key, run in runs.items()}
-        times = {key: decode_floats(run.row.times) for key, run in runs.items()}
+        roles = {key: run.roles() for key, run in runs.items()}
+        times = {key: run.times() for key, run in runs.items()}
         since = filters.since.timestamp() if filters.since is not None else None
         until = filters.until.timestamp() if filters.until is not None else None
         kept: dict[int, float] = {}
