@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from ..base import CorruptRunError, CorruptSnapshotError
 from ._hits import Doc, Hit, Line
@@ -164,11 +165,13 @@ def render_blocks(
     return blocks
 
 
+@lru_cache(maxsize=4096)
 def said_at(moment: float) -> str:
     """A message's time as blocks show it: `2026-01-05 09:25 UTC` (minutes, always UTC).
 
     One compact format everywhere, so that the model can resolve "yesterday" or "last week" in
-    the text against it and compare blocks.
+    the text against it and compare blocks. Kept per moment: a warm process shows the same
+    messages again, and formatting their times was a tenth of rendering a chat's answer.
     """
     try:
         return datetime.fromtimestamp(moment, UTC).strftime('%Y-%m-%d %H:%M UTC')
