@@ -31,7 +31,7 @@ async def _populate(store: Any) -> None:
         await save_history(store, run_id, [messages(first, first + 1)])
 
 
-def _search(store: Any) -> ConversationSearch[None]:
+def _search(store: Any) -> ConversationSearch:
     return ConversationSearch(SnapshotHistorySource(store), scope='conversation', context_lines=1)
 
 
