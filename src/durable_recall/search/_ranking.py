@@ -268,13 +268,13 @@ class Ranker:
         asked: list[tuple[RunRecord, dict[int, int]]] = []
         for key, record in list(records.items()):
             try:
-                seqs = runs[key].seqs()
+                seqs = runs[key].seqs
             except DAMAGE as error:
                 self._damaged(f'the log numbers of run {record.run_id!r} do not decode ({error})')
                 del records[key]
                 continue
             asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
-        summaries = [runs[key].summaries() for key in records]
+        summaries = [runs[key].summaries for key in records]
         read = dict(zip(records, await self._reader.messages(asked, summaries), strict=True))
         times = {key: runs[key].shown_times(self._reader.unreadable) for key in records}
         hits: list[Hit] = []
@@ -314,15 +314,15 @@ class Ranker:
         first = run.row.first
         if first == 0 or run.record is None:
             return []
-        seqs = run.seqs()
+        seqs = run.seqs
         asked = [(run.record, {p: seqs[p] for p in range(first)})]
-        [messages] = await self._reader.decoded(asked, [run.summaries()])
+        [messages] = await self._reader.decoded(asked, [run.summaries])
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _filtered(self, scope: CachedScope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:
         runs = await self._runs(scope, {key >> 32 for key in scores})
-        roles = {key: run.roles() for key, run in runs.items()}
-        times = {key: run.times() for key, run in runs.items()}
+        roles = {key: run.roles for key, run in runs.items()}
+        times = {key: run.times for key, run in runs.items()}
         since = filters.since.timestamp() if filters.since is not None else None
         until = filters.until.timestamp() if filters.until is not None else None
         kept: dict[int, float] = {}

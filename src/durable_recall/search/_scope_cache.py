@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..base import RunRecord
 from ..index import IndexedRunRow, Postings, decode_floats, decode_ints
@@ -32,54 +33,48 @@ class CachedRun:
     row: IndexedRunRow
     size: int
     record: RunRecord | None = None
-    _times: Sequence[float] | None = None
-    _seqs: Sequence[int] | None = None
-    _roles: Sequence[int] | None = None
-    _summaries: frozenset[int] | None = None
 
+    # `cached_property` keeps a value only when its getter returns: a damaged array raises every time.
+
+    @cached_property
     def times(self) -> Sequence[float]:
         """Its message time per position (POSIX seconds).
 
         Raises:
             ValueError: The row's bytes do not decode (one of `DAMAGE`).
         """
-        if self._times is None:
-            self._times = decode_floats(self.row.times)
-        return self._times
+        return decode_floats(self.row.times)
 
     def shown_times(self, problems: Problems) -> Sequence[float]:
         """`times`, or none (and the damage noted in `problems`) when they do not decode: what an answer shows."""
         try:
-            return self.times()
+            return self.times
         except DAMAGE as error:
             note_damage(problems, f'the message times of run {self.row.run_id!r} do not decode ({error})')
             return []
 
+    @cached_property
     def seqs(self) -> Sequence[int]:
         """Its log number per position.
 
         Raises:
             ValueError: The row's bytes do not decode (one of `DAMAGE`).
         """
-        if self._seqs is None:
-            self._seqs = decode_ints(self.row.seqs)
-        return self._seqs
+        return decode_ints(self.row.seqs)
 
+    @cached_property
     def roles(self) -> Sequence[int]:
         """Its role code per position.
 
         Raises:
             ValueError: The row's bytes do not decode (one of `DAMAGE`).
         """
-        if self._roles is None:
-            self._roles = decode_ints(self.row.roles)
-        return self._roles
+        return decode_ints(self.row.roles)
 
+    @cached_property
     def summaries(self) -> frozenset[int]:
         """Its positions that hold compaction summaries (`summary_positions`)."""
-        if self._summaries is None:
-            self._summaries = summary_positions(self.row)
-        return self._summaries
+        return summary_positions(self.row)
 
     @property
     def order(self) -> tuple[str, str]:

@@ -135,10 +135,10 @@ class PostgresConnector:
         consistent as the same statement between `BEGIN` and `COMMIT` at Postgres's default
         isolation (read committed), without the two round trips those cost. A search makes half a
         dozen such reads (status, postings, run rows, records, log bodies), and the `BEGIN` and
-        `COMMIT` around each were most of a warm search on a chat store (0.3 ms a read on an idle
-        loopback). Reads whose statements must see one moment use `transaction(snapshot=True)`.
-        A caller-owned pool whose connections are not autocommit gets a transaction as before, so
-        that no connection goes back to it inside one.
+        `COMMIT` around each cost more than the read (0.35 ms a read on an idle loopback here).
+        Reads whose statements must see one moment use `transaction(snapshot=True)`. A caller-owned
+        pool whose connections are not autocommit gets a transaction as before, so that no
+        connection goes back to it inside one.
 
         Raises:
             StoreUnavailableError: The server refused, dropped or did not answer the connection.
