@@ -40,7 +40,7 @@ async def test_the_index_tables_are_pinned(tmp_path: Path) -> None:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('3',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('4',)
         indexed = conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall()
     assert tables == {
         'drc_meta',
@@ -89,7 +89,7 @@ async def test_a_version_1_file_is_migrated_and_its_conversations_indexed(tmp_pa
         await upgraded.aclose()
     assert 'remember juliet zulu' in answer
     with closing(sqlite3.connect(old)) as conn:
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('3',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('4',)
         assert conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall() == [('old-1', 10)]
 
 
@@ -131,7 +131,7 @@ async def test_a_version_2_index_is_rebuilt_in_version_3s_postings_layout(tmp_pa
     assert 'remember juliet zulu' in before
     assert after == before
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('3',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('4',)
 
 
 async def test_other_stores_and_options_keep_the_in_memory_path(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from durable_recall.stores._postgres_migrations import ANALYZER_ROW as POSTGRES_
 from durable_recall.stores._sqlite_migrations import ANALYZER_ROW as SQLITE_ROW
 from durable_recall.text import ANALYZER_NAME, DEFAULT_ANALYZER
 from durable_recall.text._analyzer import use_analyzer
-from tests.stores._helpers import sqlite_times_as_text
+from tests.stores._helpers import postgres_without_groups, sqlite_times_as_text
 
 from ._stub import context
 
@@ -92,6 +92,7 @@ async def test_a_version_6_postgres_index_is_rebuilt(
         await store.aclose()
     meta = f'"{postgres_schema}".dr_meta'
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        await postgres_without_groups(conn, postgres_schema)
         await conn.execute(f"UPDATE {meta} SET value = '6' WHERE key = 'schema_version'".encode())
         await conn.execute(f"DELETE FROM {meta} WHERE key = 'index_analyzer'".encode())
     use_analyzer(DEFAULT_ANALYZER)

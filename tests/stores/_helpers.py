@@ -6,6 +6,7 @@ import sqlite3
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
@@ -133,3 +134,24 @@ def sqlite_times_as_text(conn: sqlite3.Connection) -> None:
     """Run `SQLITE_TIMES_AS_TEXT` on a plain connection to a step store's file."""
     for statement in SQLITE_TIMES_AS_TEXT:
         conn.execute(statement.format(runs='dr_runs', snapshots='dr_snapshots'))
+
+
+async def postgres_without_groups(conn: Any, schema: str, prefix: str = 'dr_') -> None:
+    """Set a Postgres schema written by this release back to before its groups (step store's version 12).
+
+    Each grouped open tail becomes the row of its own that version 11 wrote, then the groups' table
+    and the scopes' `group_bits` column go: what a test that sets a schema back to an older version
+    runs first. `conn` is a psycopg connection in autocommit mode.
+    """
+    from durable_recall.stores.postgres._groups import unpack_group
+
+    name = f'"{schema}".{prefix}'
+    cur = await conn.execute(f'SELECT scope_key, terms FROM {name}index_groups'.encode())
+    for scope_key, data in await cur.fetchall():
+        for term, tail in unpack_group(bytes(data)).items():
+            await conn.execute(
+                f'INSERT INTO {name}index_postings (scope_key, term, chunk, postings) VALUES (%s, %s, 0, %s)'.encode(),
+                (scope_key, term, tail),
+            )
+    await conn.execute(f'DROP TABLE {name}index_groups'.encode())
+    await conn.execute(f'ALTER TABLE {name}index_scopes DROP COLUMN group_bits'.encode())

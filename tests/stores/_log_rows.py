@@ -99,4 +99,6 @@ async def back_to_version_4(kit: StoreKit) -> None:
     else:
         await kit.query('ALTER TABLE {messages} ADD COLUMN ref_run_id TEXT COLLATE "C", ADD COLUMN ref_seq INTEGER')
         await kit.query("ALTER TABLE {index_runs} ALTER COLUMN state TYPE TEXT USING encode(state, 'hex')")
+        await kit.query('DROP TABLE {index_groups}')  # version 12's: the index is rebuilt on the way up
+        await kit.query('ALTER TABLE {index_scopes} DROP COLUMN group_bits')
     await kit.query("UPDATE {meta} SET value = '4' WHERE key = 'schema_version'")

@@ -317,6 +317,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name"
         )
         assert await cur.fetchall() == [
+            ('dr_index_groups',),
             ('dr_index_hashes',),
             ('dr_index_postings',),
             ('dr_index_runs',),
@@ -331,7 +332,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         ]
         cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
-        assert SCHEMA_VERSION == 11
+        assert SCHEMA_VERSION == 12
 
         async def columns(table: str) -> list[tuple[str, str, str]]:
             cur = await conn.execute(

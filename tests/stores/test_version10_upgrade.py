@@ -16,7 +16,7 @@ import pytest
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
-from ._helpers import registration, sqlite_times_as_text
+from ._helpers import postgres_without_groups, registration, sqlite_times_as_text
 
 pytestmark = pytest.mark.anyio
 
@@ -88,7 +88,7 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
         assert indexes.fetchall() == [('CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',)]
         plan = conn.execute("EXPLAIN QUERY PLAN SELECT * FROM dr_runs WHERE parent_run_id = 'a'").fetchall()
         assert 'dr_runs_by_parent' in plan[0][3]  # the partial index serves the lookup
-    assert SCHEMA_VERSION == 11
+    assert SCHEMA_VERSION == 12
 
 
 @pytest.mark.postgres
@@ -106,6 +106,7 @@ async def test_a_version_9_postgres_schema_loses_the_unused_run_indexes(
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         for statement in _V9_INDEXES:
             await conn.execute(statement.format(**_names(f'{name}.')).encode())
+        await postgres_without_groups(conn, postgres_schema)
         await conn.execute(f"UPDATE {name}.dr_meta SET value = '9' WHERE key = 'schema_version'".encode())
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
     try:

@@ -22,7 +22,7 @@ from durable_recall.index import OPEN, decode_chunk
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
-from ._helpers import messages, registration, save_history, sqlite_times_as_text
+from ._helpers import messages, postgres_without_groups, registration, save_history, sqlite_times_as_text
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +86,7 @@ async def test_a_version_10_sqlite_index_is_rebuilt(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall()
     assert version == [(str(SCHEMA_VERSION),)]
-    assert SCHEMA_VERSION == 11
+    assert SCHEMA_VERSION == 12
 
 
 @pytest.mark.postgres
@@ -100,6 +100,7 @@ async def test_a_version_10_postgres_index_is_rebuilt(postgres_url: str, postgre
         await store.aclose()
     name = f'"{postgres_schema}"'
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        await postgres_without_groups(conn, postgres_schema)
         cur = await conn.execute(
             f'SELECT scope_key, term, postings FROM {name}.dr_index_postings WHERE chunk = 0'.encode()
         )

@@ -168,7 +168,7 @@ async def test_a_version_4_sqlite_file_reads_back_the_same(tmp_path: Path) -> No
             (str(SCHEMA_VERSION),)
         ]
         assert [row[1] for row in conn.execute('PRAGMA table_info(dr_messages)')] == ['run_id', 'seq', 'body']
-    assert SCHEMA_VERSION == 11
+    assert SCHEMA_VERSION == 12
 
 
 @pytest.mark.postgres

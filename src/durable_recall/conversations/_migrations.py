@@ -35,6 +35,9 @@ postings hold varint records): it empties the index tables, `drc_runs` and
 `drc_index_conversations`, so the next search derives each conversation's runs again from its
 entries and indexes them.
 
+Version 4 (Postgres only, as the step store's version 12) keeps rare words' open tails many to a
+row, in `drc_index_groups`, with each scope's bucket count in `drc_index_scopes.group_bits`.
+
 Postgres statements name tables through `{meta}`, `{records}`, `{branches}`, `{entries}` and the
 index tables' names (`{runs}`, `{pending}`, `{index_*}`, `{index_conversations}`), which the store
 fills with (optionally schema-qualified) identifiers; ids use the "C" collation so that
@@ -170,6 +173,9 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DELETE FROM drc_index_conversations',
         "UPDATE drc_meta SET value = lower(hex(randomblob(16))) WHERE key = 'index_generation'",
     ),
+    (
+        # Version 4 changes only Postgres (rare words' grouped tails): SQLite keeps a row per tail.
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -285,6 +291,17 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DELETE FROM {runs}',
         'DELETE FROM {index_conversations}',
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
+    ),
+    (
+        # Version 4: rare words' open tails in shared group rows (see the step store's version 12).
+        'CREATE TABLE {index_groups} ('
+        ' scope_key BIGINT NOT NULL,'
+        ' bucket INTEGER NOT NULL,'
+        ' terms BYTEA NOT NULL,'
+        ' PRIMARY KEY (scope_key, bucket)'
+        ')',
+        'ALTER TABLE {index_groups} ALTER COLUMN terms SET STORAGE EXTERNAL',
+        'ALTER TABLE {index_scopes} ADD COLUMN group_bits SMALLINT NOT NULL DEFAULT 0',
     ),
 )
 

@@ -94,6 +94,14 @@ exchange, so the text took more than the message it saved); a stored value that 
 text is kept (a number as text saying so), so that reading it still names it. Postgres already
 stored them as `TIMESTAMPTZ`.
 
+Version 12 (Postgres only; SQLite's entry is empty) adds `dr_index_groups`, where rare words' open
+tails of postings live many to a row, and `dr_index_scopes.group_bits`, how many buckets (a power of
+two) a scope's groups are spread over (`durable_recall.stores.postgres._groups`). Most postings rows
+of a large store were a rare word's tail of one posting, and a Postgres row costs far more than
+that (tuple header, key, B-tree entry). Nothing is rebuilt: the rows an older release wrote stay
+valid (a term's own rows are looked up first), and new rare words go to groups; `durable-recall
+check --rebuild-index` repacks an upgraded index.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

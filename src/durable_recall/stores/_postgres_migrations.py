@@ -205,4 +205,15 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         *POSTGRES_INDEX_RESET,
         "UPDATE {meta} SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'index_generation'",
     ),
+    (
+        # Version 12: rare words' open tails in shared group rows (`stores.postgres._groups`).
+        'CREATE TABLE {index_groups} ('
+        ' scope_key BIGINT NOT NULL,'
+        ' bucket INTEGER NOT NULL,'
+        ' terms BYTEA NOT NULL,'
+        ' PRIMARY KEY (scope_key, bucket)'
+        ')',
+        'ALTER TABLE {index_groups} ALTER COLUMN terms SET STORAGE EXTERNAL',
+        'ALTER TABLE {index_scopes} ADD COLUMN group_bits SMALLINT NOT NULL DEFAULT 0',
+    ),
 )

@@ -260,4 +260,7 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP TABLE dr_snapshots',
         'ALTER TABLE dr_snapshots_v11 RENAME TO dr_snapshots',
     ),
+    (
+        # Version 12 changes only Postgres (rare words' grouped tails): SQLite keeps a row per tail.
+    ),
 )

@@ -39,6 +39,7 @@ _FORGET: LiteralString = (
     'WITH pending AS (DELETE FROM {pending} WHERE conversation_id = %(conv)s),'
     ' scope AS (DELETE FROM {index_scopes} WHERE conversation_id = %(conv)s RETURNING scope_key),'
     ' terms AS (DELETE FROM {index_postings} WHERE scope_key IN (SELECT scope_key FROM scope)),'
+    ' groups AS (DELETE FROM {index_groups} WHERE scope_key IN (SELECT scope_key FROM scope)),'
     ' hashes AS (DELETE FROM {index_hashes} WHERE scope_key IN (SELECT scope_key FROM scope)),'
     ' runs AS (DELETE FROM {index_runs} WHERE scope_key IN (SELECT scope_key FROM scope)),'
     ' sources AS (DELETE FROM {runs} WHERE conversation_id = %(conv)s)'

@@ -28,6 +28,7 @@ CONVERSATION_TABLES = PostgresTables(
         'index_scopes',
         'index_runs',
         'index_postings',
+        'index_groups',
         'index_hashes',
     ),
     meta=POSTGRES_META,

@@ -9,7 +9,8 @@ registered meanwhile, starts the conversation's scope afresh). Commits of one co
 on that lock too, which also serialises the creation of its scope row. Under those locks a
 commit is the index layer's `apply_commits` over `PostgresIndexWriter`, which locks each run's
 row (so a save or a deletion of the run waits for it). Lists of terms and hashes travel as arrays
-(`unnest`, `= ANY`).
+(`unnest`, `= ANY`). Rare words' open tails are read from their groups (`_groups`) in the same
+statement as other terms' rows.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits
+from ...index import OPEN, IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
+from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, group_terms, unpack_group
 from ._index_writer import BUMP_GENERATION, SCOPE_KEY, IndexDatabase, PostgresIndexWriter
 
 if TYPE_CHECKING:
@@ -50,7 +52,8 @@ _STATUS_ALL: LiteralString = (
 )
 
 _LOCK_INDEX: LiteralString = (
-    'LOCK TABLE {pending}, {index_scopes}, {index_runs}, {index_postings}, {index_hashes} IN EXCLUSIVE MODE'
+    'LOCK TABLE {pending}, {index_scopes}, {index_runs}, {index_postings}, {index_groups}, {index_hashes}'
+    ' IN EXCLUSIVE MODE'
 )
 
 
@@ -71,9 +74,23 @@ its `first`, and the head of its `lengths` (flags and count: all a span needs), 
 _SPAN = '>qiB6s'
 """One packed span: run key, first, how many bytes of the head are the run's, the head padded to 6 bytes."""
 
-_POSTINGS: LiteralString = 'SELECT term, chunk, postings FROM {index_postings} WHERE term = ANY(%(terms)s::text[])'
-_POSTINGS_ORDER: LiteralString = ' ORDER BY term, scope_key, chunk'
-_ALL_SCOPES: LiteralString = ' AND scope_key = ANY(ARRAY(SELECT scope_key FROM {index_scopes}))'
+_BUCKET: LiteralString = BUCKET_SQL.replace('{term}', 't').replace('{bits}', 's.group_bits')
+
+_POSTINGS: LiteralString = (
+    'SELECT scope_key, term, chunk, postings, 0 FROM {index_postings} WHERE term = ANY(%(terms)s::text[])'
+    ' AND scope_key = ANY(ARRAY(SELECT scope_key FROM scopes))'
+    ' UNION ALL SELECT g.scope_key, NULL, b.bits, g.terms, g.bucket FROM (SELECT DISTINCT s.scope_key,'
+    ' s.group_bits AS bits, ' + _BUCKET + ' AS bucket FROM scopes AS s, unnest(%(terms)s::text[]) AS t) AS b'
+    ' JOIN {index_groups} AS g ON g.scope_key = b.scope_key AND g.bucket = b.bucket'
+)
+"""The terms' own rows, and the groups their open tails would be in, of the scopes in `scopes`.
+
+A group comes as `(scope key, NULL, the scope's group bits, the group, its bucket)`."""
+
+_ONE_SCOPE: LiteralString = (
+    'WITH scopes AS (SELECT scope_key, group_bits FROM {index_scopes} WHERE scope_key = ' + SCOPE_KEY + ') '
+)
+_ALL_SCOPES: LiteralString = 'WITH scopes AS (SELECT scope_key, group_bits FROM {index_scopes}) '
 
 
 class PostgresIndex:
@@ -147,14 +164,24 @@ class PostgresIndex:
         if not terms:
             return {}
         # Keyed by scope first: every scope is looked up by key, never scanned for.
-        query = _POSTINGS + _ALL_SCOPES + _POSTINGS_ORDER
-        if not all_scopes:
-            query = _POSTINGS + ' AND scope_key = ' + SCOPE_KEY + _POSTINGS_ORDER
+        query = (_ALL_SCOPES if all_scopes else _ONE_SCOPE) + _POSTINGS
+        asked = list(dict.fromkeys(terms))
         async with self._db.read() as cur:
-            await cur.execute(self._db.sql(query), {'terms': list(dict.fromkeys(terms)), 'conv': conversation_id})
+            await cur.execute(self._db.sql(query), {'terms': asked, 'conv': conversation_id})
             rows = await cur.fetchall()
+        chunks: list[tuple[str, int, int, bytes]] = []
+        for scope_key, term, number, data, bucket in rows:
+            if term is not None:
+                chunks.append((term, scope_key, number, data))
+                continue
+            try:
+                group = unpack_group(bytes(data))
+            except ValueError:
+                # Which terms it held is unknown: each asked one whose bucket it is reads as damaged.
+                group = {term: DAMAGED_TAIL for term in asked if bucket_of(term, number) == bucket}
+            chunks.extend((term, scope_key, OPEN, group[term]) for term in asked if term in group)
         found: dict[str, list[PostingsRow]] = {}
-        for term, number, data in rows:
+        for term, _, number, data in sorted(chunks, key=lambda chunk: chunk[:3]):
             found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
         return found
 
@@ -174,18 +201,22 @@ class PostgresIndex:
             return {digest for (digest,) in await cur.fetchall()}
 
     async def terms(self, conversation_id: str | None, *, all_scopes: bool) -> list[str]:
-        query: LiteralString = 'SELECT DISTINCT term FROM {index_postings}'
+        query: LiteralString = 'SELECT DISTINCT term, NULL::bytea FROM {index_postings}'
+        groups: LiteralString = ' UNION ALL SELECT NULL, terms FROM {index_groups}'
         if not all_scopes:
             query += ' WHERE scope_key = ' + SCOPE_KEY
+            groups += ' WHERE scope_key = ' + SCOPE_KEY
         async with self._db.read() as cur:
-            await cur.execute(self._db.sql(query + ' ORDER BY term'), {} if all_scopes else {'conv': conversation_id})
-            return [term for (term,) in await cur.fetchall()]
+            await cur.execute(self._db.sql(query + groups), {} if all_scopes else {'conv': conversation_id})
+            rows = await cur.fetchall()
+        own = {term for term, _ in rows if term is not None}
+        return sorted(own.union(group_terms(bytes(data) for term, data in rows if term is None)))
 
     async def rebuild(self) -> int:
         async with self._db.transaction() as cur:
             # Exclusive against catch-up commits and saves' pending marks, not against reads.
             await cur.execute(self._db.sql(_LOCK_INDEX))
-            for statement in POSTGRES_INDEX_RESET:
+            for statement in (*POSTGRES_INDEX_RESET, 'DELETE FROM {index_groups}'):
                 await cur.execute(self._db.sql(statement))
             await cur.execute(self._db.sql(BUMP_GENERATION), {'generation': uuid.uuid4().hex})
             await cur.execute(self._db.sql('SELECT COUNT(*) FROM {pending}'))
@@ -221,6 +252,7 @@ async def forget_conversation(
             ' WHERE conversation_id = %(conv)s AND run_id = ANY(%(runs)s::text[])),'
             ' scope AS (DELETE FROM {index_scopes} WHERE conversation_id = %(conv)s RETURNING scope_key),'
             ' terms AS (DELETE FROM {index_postings} WHERE scope_key IN (SELECT scope_key FROM scope)),'
+            ' groups AS (DELETE FROM {index_groups} WHERE scope_key IN (SELECT scope_key FROM scope)),'
             ' hashes AS (DELETE FROM {index_hashes} WHERE scope_key IN (SELECT scope_key FROM scope)),'
             ' runs AS (DELETE FROM {index_runs} WHERE scope_key IN (SELECT scope_key FROM scope)) ' + BUMP_GENERATION
         ),

@@ -3,7 +3,9 @@
 Every method awaits the real connection. The commit (`PostgresIndex.commit_many`) has taken its
 conversations' advisory locks before the port is used; `stored_run` then locks the run's row, so
 a save or a deletion of the run waits for the commit. Lists travel as arrays (`unnest`, `= ANY`),
-so a batch's thousands of postings are one statement each kind.
+so a batch's thousands of postings are one statement each kind. A rare word's open tail lives in a
+group row shared with other rare words of its scope (`_groups`, written by `_group_writer`); a
+term's rows of its own are looked up first.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString, Protocol
 
-from ...index import FullTail, RunCommit, StoredRun, TermChunk
+from ...index import OPEN, FullTail, RunCommit, StoredRun, TermChunk
+from ._group_writer import GroupWriter
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor, sql
@@ -63,7 +66,7 @@ BUMP_GENERATION: LiteralString = (
 
 _SCOPE_UPDATE: LiteralString = (
     ' generation = EXCLUDED.generation, docs = s.docs + EXCLUDED.docs, length = s.length + EXCLUDED.length'
-    ' RETURNING scope_key'
+    ' RETURNING scope_key, group_bits'
 )
 _NEW_SCOPE: dict[bool, LiteralString] = {
     True: 'INSERT INTO {index_scopes} AS s (scope_key, conversation_id, generation, docs, length)'
@@ -74,11 +77,24 @@ _NEW_SCOPE: dict[bool, LiteralString] = {
 }
 
 _APPEND: LiteralString = (
-    'INSERT INTO {index_postings} AS t (scope_key, term, chunk, postings)'
-    ' SELECT new.scope_key, new.term, 0, new.postings'
-    ' FROM unnest(%(scopes)s::bigint[], %(terms)s::text[], %(postings)s::bytea[]) AS new (scope_key, term, postings)'
-    ' ON CONFLICT (scope_key, term, chunk) DO UPDATE SET postings = t.postings || EXCLUDED.postings'
-    ' RETURNING t.scope_key, t.term, octet_length(t.postings)'
+    'WITH new AS (SELECT * FROM unnest(%(scopes)s::bigint[], %(terms)s::text[], %(postings)s::bytea[])'
+    ' AS new (scope_key, term, postings)),'
+    ' appended AS (UPDATE {index_postings} AS t SET postings = t.postings || new.postings FROM new'
+    ' WHERE t.scope_key = new.scope_key AND t.term = new.term AND t.chunk = 0'
+    ' RETURNING t.scope_key, t.term, octet_length(t.postings) AS size),'
+    ' sealed AS (SELECT DISTINCT o.scope_key, o.term FROM {index_postings} AS o JOIN new'
+    ' ON o.scope_key = new.scope_key AND o.term = new.term WHERE o.chunk > 0)'
+    ' SELECT scope_key, term, size FROM appended UNION ALL SELECT scope_key, term, -1 FROM sealed AS s'
+    ' WHERE NOT EXISTS (SELECT FROM appended AS a WHERE a.scope_key = s.scope_key AND a.term = s.term)'
+)
+"""Append to the open tails of terms that have one of their own; name the terms with only sealed
+chunks (size -1). Every other term's tail is grouped. One snapshot: `sealed` sees the rows as the
+statement started, which the update does not change (it touches only open tails)."""
+
+_NEW_TAILS: LiteralString = (
+    'INSERT INTO {index_postings} (scope_key, term, chunk, postings)'
+    ' SELECT scope_key, term, 0, postings FROM unnest(%s::bigint[], %s::text[], %s::bytea[])'
+    ' AS new (scope_key, term, postings) RETURNING scope_key, term, octet_length(postings)'
 )
 
 
@@ -89,6 +105,9 @@ class PostgresIndexWriter:
         """Write through `cur`, which the caller holds in a transaction; `db` fills in table names."""
         self._cur = cur
         self._sql = db.sql
+        self._groups = GroupWriter(cur, db)
+        self._grouped: set[tuple[int, str]] = set()
+        """Terms whose open tail `chunks` found in a group (their tail is changed there)."""
 
     async def stored_run(self, run_id: str) -> StoredRun | None:
         cur, sql = self._cur, self._sql
@@ -106,7 +125,7 @@ class PostgresIndexWriter:
         await self._cur.execute(
             self._sql(
                 'UPDATE {index_scopes} SET generation = %(generation)s, docs = docs + %(docs)s,'
-                ' length = length + %(length)s WHERE scope_key = ' + SCOPE_KEY + ' RETURNING scope_key'
+                ' length = length + %(length)s WHERE scope_key = ' + SCOPE_KEY + ' RETURNING scope_key, group_bits'
             ),
             params,
         )
@@ -115,6 +134,7 @@ class PostgresIndexWriter:
             await self._cur.execute(self._sql(_NEW_SCOPE[conversation_id is None]), params)
             found = await self._cur.fetchone()
             assert found is not None, 'an upsert with RETURNING returns its row'
+        self._groups.bits[found[0]] = found[1]
         return found[0]
 
     async def put_run(self, change: RunCommit, scope_key: int, run_key: int | None) -> int:
@@ -162,15 +182,26 @@ class PostgresIndexWriter:
             ),
             (scope_key, list(terms)),
         )
-        return [TermChunk(term, number, bytes(data)) for term, number, data in await self._cur.fetchall()]
+        found = [TermChunk(term, number, bytes(data)) for term, number, data in await self._cur.fetchall()]
+        owning = {chunk.term for chunk in found}
+        grouped = await self._groups.tails(scope_key, [term for term in terms if term not in owning])
+        self._grouped.update((scope_key, term) for term in grouped)
+        return found + [TermChunk(term, OPEN, tail) for term, tail in grouped.items()]
 
     async def set_chunk(self, scope_key: int, term: str, chunk: int, postings: bytes) -> None:
+        if chunk == OPEN and (scope_key, term) in self._grouped:
+            await self._groups.replace(scope_key, term, postings)
+            return
         await self._cur.execute(
             self._sql('UPDATE {index_postings} SET postings = %s WHERE scope_key = %s AND term = %s AND chunk = %s'),
             (postings, scope_key, term, chunk),
         )
 
     async def delete_chunk(self, scope_key: int, term: str, chunk: int) -> None:
+        if chunk == OPEN and (scope_key, term) in self._grouped:
+            await self._groups.replace(scope_key, term, b'')
+            self._grouped.discard((scope_key, term))
+            return
         await self._cur.execute(
             self._sql('DELETE FROM {index_postings} WHERE scope_key = %s AND term = %s AND chunk = %s'),
             (scope_key, term, chunk),
@@ -186,7 +217,18 @@ class PostgresIndexWriter:
                 'postings': [data for _, _, data in tails],
             },
         )
-        due = [(scope_key, term) for scope_key, term, size in await cur.fetchall() if size >= full_at]
+        sizes = {(scope_key, term): size for scope_key, term, size in await cur.fetchall()}
+        new = [(scope_key, term, data) for scope_key, term, data in tails if sizes.get((scope_key, term)) == -1]
+        new += await self._groups.append(
+            [(scope_key, term, data) for scope_key, term, data in tails if (scope_key, term) not in sizes]
+        )
+        if new:
+            await cur.execute(
+                sql(_NEW_TAILS),
+                ([scope_key for scope_key, _, _ in new], [term for _, term, _ in new], [data for _, _, data in new]),
+            )
+            sizes.update(((scope_key, term), size) for scope_key, term, size in await cur.fetchall())
+        due = sorted(key for key, size in sizes.items() if size >= full_at)
         if not due:
             return []
         await cur.execute(

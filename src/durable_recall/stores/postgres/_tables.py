@@ -27,6 +27,7 @@ TABLES: tuple[str, ...] = (
     'index_postings',
     'index_hashes',
     'vectors',
+    'index_groups',
     'runs_by_started',
     'runs_by_parent',
     'index_runs_by_scope',
