@@ -329,9 +329,10 @@ MISSED_BECAUSE = {
     "run), then hashes (pydantic-ai's dump, canonical JSON, SHA-256) and tokenizes each new message into postings, "
     'in Python: ~0.5 ms a message; the store alone writes 3,000 to 6,000 messages/s, each snapshot a durable commit',
     'storage / raw message text': 'postings share rows (an open tail of varint records and packed chunks per word '
-    'and conversation), but each rare word (an id, a number, a path) still takes a row of its own, ~20 bytes of '
-    'key and cell overhead for a posting or two of ~5 bytes; on Postgres a row also pays a tuple header and a '
-    'B-tree entry',
+    'and conversation); on SQLite each rare word (an id, a number, a path) still takes a row of its own, ~20 '
+    'bytes of key and cell overhead for a posting or two of ~5 bytes (on Postgres rare words share group rows, '
+    'rewritten as words join them, which leaves dead row versions until a vacuum reuses their space); every run '
+    'also pays its run, snapshot and index rows, and on Postgres each row a 24-byte tuple header and a B-tree entry',
 }
 """Why each target is missed where it is, printed under the table (the README says more)."""
 

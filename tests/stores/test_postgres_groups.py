@@ -248,3 +248,14 @@ async def test_an_upgraded_index_keeps_its_tail_rows_and_groups_new_words(stores
     await stores.postgres.index_storage().rebuild()
     assert await update_index(stores.postgres) == []
     assert await stores.own_rows() == []
+
+
+@pytest.mark.postgres
+async def test_group_rows_leave_room_on_their_page_for_the_next_version(stores: Stores) -> None:
+    await stores.commit('run-1', lengths=(3,), postings_add={'alpha': _one(0)})
+    found = await stores.query(
+        'SELECT c.reloptions FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace'
+        " WHERE n.nspname = %s AND c.relname = 'dr_index_groups'",
+        (stores.schema,),
+    )
+    assert found == [(['fillfactor=70'],)]

@@ -299,7 +299,7 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ' bucket INTEGER NOT NULL,'
         ' terms BYTEA NOT NULL,'
         ' PRIMARY KEY (scope_key, bucket)'
-        ')',
+        ') WITH (fillfactor = 70)',
         'ALTER TABLE {index_groups} ALTER COLUMN terms SET STORAGE EXTERNAL',
         'ALTER TABLE {index_scopes} ADD COLUMN group_bits SMALLINT NOT NULL DEFAULT 0',
     ),

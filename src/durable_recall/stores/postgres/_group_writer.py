@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
-from ._groups import GROUP_BYTES, GROUP_TAIL_BYTES, MAX_GROUP_BITS, bucket_of, pack_group, unpack_group
+from ._groups import GROUP_BYTES, GROUP_TAIL_BYTES, MAX_GROUP_BITS, bucket_of, pack_group, term_hash, unpack_group
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -95,7 +95,7 @@ class GroupWriter:
             group[term] = tail
         else:
             del group[term]
-        await self._store({key: group})
+        await self._store({key: pack_group(group)})
 
     async def append(self, appends: Sequence[tuple[int, str, bytes]]) -> list[tuple[int, str, bytes]]:
         """Append to grouped tails (creating them); the tails that must move to rows of their own.
@@ -113,7 +113,7 @@ class GroupWriter:
             placed.setdefault(key, []).append((term, data))
         groups = await self._read(sorted(placed))
         own: list[tuple[int, str, bytes]] = []
-        changed: dict[_Key, dict[str, bytes]] = {}
+        changed: dict[_Key, bytes] = {}
         for key, entries in placed.items():
             group = groups.get(key, {})
             if group is None:
@@ -126,17 +126,17 @@ class GroupWriter:
                     own.append((key[0], term, tail))
                 else:
                     group[term] = tail
-            changed[key] = group
+            changed[key] = pack_group(group)
         await self._store(changed)
-        crowded = {scope for (scope, _), group in changed.items() if len(pack_group(group)) > GROUP_BYTES}
+        crowded = {scope for (scope, _), data in changed.items() if len(data) > GROUP_BYTES}
         for scope_key in sorted(crowded):
             await self._double(scope_key)
         return own
 
-    async def _store(self, groups: dict[_Key, dict[str, bytes]]) -> None:
-        """Write these groups whole; an empty one is deleted."""
-        kept = sorted((key, pack_group(group)) for key, group in groups.items() if group)
-        emptied = sorted(key for key, group in groups.items() if not group)
+    async def _store(self, groups: dict[_Key, bytes]) -> None:
+        """Write these packed groups whole; an empty one is deleted."""
+        kept = sorted((key, data) for key, data in groups.items() if data)
+        emptied = sorted(key for key, data in groups.items() if not data)
         if kept:
             await self._cur.execute(
                 self._sql(_WRITE),
@@ -159,21 +159,28 @@ class GroupWriter:
             self._sql('SELECT bucket, terms FROM {index_groups} WHERE scope_key = %s'), (scope_key,)
         )
         tails: dict[str, bytes] = {}
-        for _, data in await self._cur.fetchall():
+        buckets: list[int] = []
+        for bucket, data in await self._cur.fetchall():
             try:
                 tails.update(unpack_group(bytes(data)))
             except ValueError:
                 return
-        spread: dict[int, dict[str, bytes]] = {}
+            buckets.append(bucket)
+        hashes = {term: term_hash(term) for term in tails}
+        spread: dict[int, bytes] = {}
         while bits < MAX_GROUP_BITS:
             bits += 1
-            spread = {}
+            mask = (1 << bits) - 1
+            groups: dict[int, dict[str, bytes]] = {}
             for term, tail in tails.items():
-                spread.setdefault(bucket_of(term, bits), {})[term] = tail
-            if all(len(pack_group(group)) <= GROUP_BYTES for group in spread.values()):
+                groups.setdefault(hashes[term] & mask, {})[term] = tail
+            spread = {bucket: pack_group(group) for bucket, group in groups.items()}
+            if all(len(data) <= GROUP_BYTES for data in spread.values()):
                 break
-        await self._cur.execute(self._sql('DELETE FROM {index_groups} WHERE scope_key = %s'), (scope_key,))
-        await self._store({(scope_key, bucket): group for bucket, group in spread.items()})
+        # A bucket keeps its number under more bits (its low bits) and its row is updated in place,
+        # which Postgres can do on the row's own page; only the tails that move make new rows.
+        await self._store({(scope_key, bucket): b'' for bucket in buckets if bucket not in spread})
+        await self._store({(scope_key, bucket): data for bucket, data in spread.items()})
         await self._cur.execute(
             self._sql('UPDATE {index_scopes} SET group_bits = %s WHERE scope_key = %s'), (bits, scope_key)
         )

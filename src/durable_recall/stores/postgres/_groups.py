@@ -21,6 +21,11 @@ Rules (`_index_writer` keeps them; `_index` reads by them):
   none does: rows stay well under the 2 KB at which Postgres would move them out of line, and the
   cost of doubling is paid once per doubling of the vocabulary (amortised: each term is rewritten
   about twice over the scope's life);
+* a group is rewritten whenever a word joins it, so the table is created with `fillfactor` 70:
+  room on each page for the new version, which Postgres then writes on the same page (a HOT
+  update, no index entry) and reclaims in place. Measured at 100,000 messages a conversation on a
+  server with autovacuum off: groups took 72 MB for 17 MB of live rows at the default fill, 35 MB
+  at 70 (50 did no better); rows of 256 bytes instead of 1 KB, more of them, took more;
 * groups are written only by the commit that holds the conversation's advisory lock (see
   `_index`), so a read-modify-write of a group needs no row lock; readers see a commit whole.
 """
@@ -40,6 +45,7 @@ __all__ = (
     'bucket_of',
     'group_terms',
     'pack_group',
+    'term_hash',
     'unpack_group',
 )
 
@@ -63,19 +69,24 @@ BUCKET_SQL: LiteralString = (
 """`bucket_of` in SQL, with `{term}` and `{bits}` to fill in (by `str.replace`: they are fixed column names)."""
 
 
+def term_hash(term: str) -> int:
+    """The first 32 bits of the term's SHA-256: its bucket under any number of bits is these, masked."""
+    return int.from_bytes(hashlib.sha256(term.encode()).digest()[:4], 'big')
+
+
 def bucket_of(term: str, bits: int) -> int:
-    """The term's bucket in a scope of `2**bits` buckets: the first 32 bits of its SHA-256, masked."""
-    return int.from_bytes(hashlib.sha256(term.encode()).digest()[:4], 'big') & ((1 << bits) - 1)
+    """The term's bucket in a scope of `2**bits` buckets."""
+    return term_hash(term) & ((1 << bits) - 1)
 
 
 def pack_group(tails: Mapping[str, bytes]) -> bytes:
     """A group row's `terms`: per term in code-point order, varint lengths and bytes of the term, then of its tail."""
-    out = bytearray()
+    parts: list[bytes] = []
     for term in sorted(tails):
         name = term.encode()
         tail = tails[term]
-        out += _varint(len(name)) + name + _varint(len(tail)) + tail
-    return bytes(out)
+        parts += (_varint(len(name)), name, _varint(len(tail)), tail)
+    return b''.join(parts)
 
 
 def unpack_group(data: bytes) -> dict[str, bytes]:
@@ -115,7 +126,12 @@ def group_terms(rows: Iterable[bytes]) -> list[str]:
     return found
 
 
+_SMALL = [bytes((value,)) for value in range(0x80)]
+
+
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
@@ -125,6 +141,8 @@ def _varint(value: int) -> bytes:
 
 
 def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    if at < len(data) and data[at] < 0x80:
+        return data[at], at + 1
     value = shift = 0
     while True:
         if at >= len(data):
