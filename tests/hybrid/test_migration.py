@@ -10,7 +10,7 @@ import pytest
 
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
-from tests.stores._helpers import sqlite_times_as_text
+from tests.stores._helpers import postgres_without_groups, sqlite_times_as_text
 
 from ..search._stub import context, request
 from ._kit import EXCHANGES, ConceptEmbeddingModel, bm25, chat, hybrid, needs_numpy
@@ -62,6 +62,7 @@ async def test_a_version_8_postgres_database_is_upgraded(postgres_url: str, post
     name = f'"{postgres_schema}"'
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         await conn.execute(f'DROP TABLE {name}.dr_vectors'.encode())
+        await postgres_without_groups(conn, postgres_schema)
         await conn.execute(f"UPDATE {name}.dr_meta SET value = '8' WHERE key = 'schema_version'".encode())
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
     try:
