@@ -236,15 +236,22 @@ async def test_a_current_schema_is_checked_in_one_read_without_the_lock(
     assert len([statement for statement in statements if 'schema_version' in statement]) == 1
 
 
-async def test_the_pool_connects_while_the_schema_is_checked(
+async def test_the_pool_takes_the_connection_that_checked_the_schema(
     postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # One connect and one fresh server backend for a process's first use, not two in turn.
+    import psycopg
     from psycopg_pool import AsyncConnectionPool
 
     from durable_recall.stores.postgres._connect import PostgresConnector
 
     events: list[str] = []
+    real_connect = psycopg.AsyncConnection.__dict__['connect'].__func__
     real_open, real_migrate = AsyncConnectionPool.open, PostgresConnector._migrate
+
+    async def connect(cls: type[psycopg.AsyncConnection[Any]], *args: Any, **kwargs: Any) -> Any:
+        events.append('connects')
+        return await real_connect(cls, *args, **kwargs)
 
     async def pool_open(self: AsyncConnectionPool[Any], *args: Any, **kwargs: Any) -> None:
         events.append('pool opens')
@@ -254,13 +261,15 @@ async def test_the_pool_connects_while_the_schema_is_checked(
         events.append('schema checked')
         await real_migrate(self, conn)
 
+    monkeypatch.setattr(psycopg.AsyncConnection, 'connect', classmethod(connect))
     monkeypatch.setattr(AsyncConnectionPool, 'open', pool_open)
     monkeypatch.setattr(PostgresConnector, '_migrate', migrate)
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
     await store.register_run(registration('run-1'))
+    assert [run.run_id for run in await store.list_runs()] == ['run-1']
     await store.aclose()
 
-    assert events == ['pool opens', 'schema checked']  # one connection's wait, not two in turn
+    assert events == ['connects', 'schema checked', 'pool opens']
 
 
 async def test_a_refused_first_connection_opens_no_pool(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,6 +36,10 @@ __all__ = ('SearchEngine', 'corpus_for', 'vectors_for')
 
 _FIRST_WINDOWS = 3
 """Hits whose windows a search reads before it knows whether the answer has room for more."""
+_AHEAD = 2
+"""Windows after a batch whose runs and stored messages are read with it (see `Ranker.load`): the
+next batch, when the answer has room for one, then usually reads nothing (one round trip fewer
+on Postgres; a cold search of 1,000 messages 0.2 to 0.6 ms faster here when it takes two batches)."""
 
 
 def corpus_for(source: HistorySource) -> Corpus:
@@ -180,7 +184,7 @@ class SearchEngine:
                 ranked = await ranker.rank(ask)
                 if ask.limit is None or len(ranked.candidates) < ask.limit:
                     break
-                window = await ranker.windows(self.context_lines)
+                window = await ranker.windows(self.context_lines, ranked.candidates)
                 if len(self._distinct(ranked.candidates, window)) >= self.max_matches:
                     break
                 ask = replace(ask, limit=ask.limit * 4)
@@ -200,7 +204,7 @@ class SearchEngine:
                 times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
                 candidates = sorted(candidates, key=lambda found: times[id(found)], reverse=request.order == 'newest')
             outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity, notes=notes)
-            window = await ranker.windows(self.context_lines)
+            window = await ranker.windows(self.context_lines, candidates)
             chosen = self._distinct(candidates, window)
             outcome = await self._shown(outcome, chosen, [window(found) for found in chosen])
             return replace(outcome, unreadable=self._unreadable(), notes=notes)
@@ -214,7 +218,8 @@ class SearchEngine:
         A few kilobytes of tool output fill the answer after a few blocks; reading and decoding the
         windows of the other hits would be wasted. Windows are read for the first `_FIRST_WINDOWS`
         hits, then, while every block so far fits, for as many more as the room left would hold
-        at the blocks' mean size (and one more, to find where the answer stops).
+        at the blocks' mean size (and one more, to find where the answer stops). Each batch that
+        reads also reads the next `_AHEAD` windows, unprepared, for the batch after it.
         """
         # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
         notes = [_answer.unreadable(problem) for problem in self._ranker.unreadable]
@@ -232,7 +237,7 @@ class SearchEngine:
                 room = max_bytes - sum(len(block.encode()) + len(_answer.SEPARATOR) for block in blocks)
                 end = start + max(int(room / mean), 0) + 1
             end = min(end, len(chosen))
-            batch = await self._ranker.load(chosen[start:end], windows[start:end])
+            batch = await self._ranker.load(chosen[start:end], windows[start:end], ahead=windows[end : end + _AHEAD])
             count -= (end - start) - len(batch)  # runs deleted since they were ranked
             start = end
             loaded += batch

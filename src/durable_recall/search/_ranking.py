@@ -25,6 +25,7 @@ from ..base import DurableRecallError, RunRecord
 from ..index import (
     ROLE_NAMES,
     Match,
+    Postings,
     Progress,
     Unreadable,
     decode_ints,
@@ -75,6 +76,8 @@ class Ranker:
         self._ranked: CachedScope | None = None
         self._searches = 0
         """Searches begun (`refresh` calls): the first keeps common words to Python (see `_terms`)."""
+        self._passing: dict[str, Postings] = {}
+        """The current search's postings that the term cache does not keep (see `read_postings`)."""
         self._across: str | None = None
         """The conversation whose record windows walk, for the last `rank` (`None`: windows stay in their run)."""
 
@@ -96,6 +99,7 @@ class Ranker:
     async def _refresh(
         self, conversation_id: str | None, *, all_scopes: bool, progress: Progress | None = None
     ) -> None:
+        self._passing.clear()  # of the generation read before
         status, problems = await self._corpus.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
         self._reader.unreadable = list(problems)
         key = _ALL if all_scopes else conversation_id
@@ -162,6 +166,7 @@ class Ranker:
             conversation_id,
             all_scopes=all_scopes,
             first_search=self._searches <= 1,
+            passing=self._passing,
             max_terms=self._max_terms,
         )
         if postings is None:
@@ -230,11 +235,20 @@ class Ranker:
         times = {key: scope.runs[key].shown_times(problems) for key in {found.run_key for found in candidates}}
         return [time_at(times[found.run_key], found.position) for found in candidates]
 
-    async def windows(self, context_lines: int) -> Callable[[Candidate], tuple[Doc, ...]]:
-        """What a candidate's block shows: its documents in order (for the last `rank`; see `_windows`)."""
+    async def windows(
+        self, context_lines: int, candidates: Sequence[Candidate]
+    ) -> Callable[[Candidate], tuple[Doc, ...]]:
+        """What the block of each of `candidates` shows: its documents in order (for the last `rank`; see `_windows`).
+
+        The conversation's spans are read (once per generation) only when a window reaches past
+        its hit's run: a window that stays inside is the same either way, and a cold search of
+        long runs then never lists the conversation's runs.
+        """
         scope = self._ranked
         assert scope is not None, 'rank first'
-        if self._across is None:
+        if self._across is None or (
+            scope.layout is None and not any(_leaves(found, context_lines) for found in candidates)
+        ):
             return lambda found: in_run_window(found, context_lines)
         if scope.layout is None:
             try:
@@ -247,11 +261,19 @@ class Ranker:
         layout = scope.layout
         return lambda found: layout.window(found, context_lines)
 
-    async def load(self, candidates: Sequence[Candidate], windows: Sequence[tuple[Doc, ...]]) -> list[Hit]:
+    async def load(
+        self,
+        candidates: Sequence[Candidate],
+        windows: Sequence[tuple[Doc, ...]],
+        *,
+        ahead: Sequence[tuple[Doc, ...]] = (),
+    ) -> list[Hit]:
         """The candidates as hits, with the messages of their windows (`windows`, one per candidate).
 
         A candidate whose run was deleted since, or whose own message no longer reads, is dropped
         (the latter is named in `unreadable`); a neighbour that no longer reads is left out.
+        `ahead` are windows the next call is likely to ask for: their runs and stored messages are
+        read in the same round trips, not prepared (see `Reader.messages`).
         """
         scope = self._ranked
         assert scope is not None, 'rank first'
@@ -259,12 +281,19 @@ class Ranker:
         for window in windows:
             for run_key, position in window:
                 wanted.setdefault(run_key, set()).add(position)
-        runs = await self._runs(scope, set(wanted))
+        later: dict[int, set[int]] = {}
+        for window in ahead:
+            for run_key, position in window:
+                later.setdefault(run_key, set()).add(position)
+        runs = await self._runs(scope, set(wanted), ahead=set(later))
         unread = [run for run in runs.values() if run.record is None]
-        found_records = await self._reader.records([run.row.run_id for run in unread])
+        found_records = await self._reader.records(
+            [run.row.run_id for run in unread if run.row.run_key in wanted],
+            ahead=[run.row.run_id for run in unread if run.row.run_key not in wanted],
+        )
         for run in unread:
             run.record = found_records.get(run.row.run_id)
-        records = {key: run.record for key, run in runs.items() if run.record is not None}
+        records = {key: run.record for key, run in runs.items() if key in wanted and run.record is not None}
         asked: list[tuple[RunRecord, dict[int, int]]] = []
         for key, record in list(records.items()):
             try:
@@ -275,7 +304,18 @@ class Ranker:
                 continue
             asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
         summaries = [runs[key].summaries for key in records]
-        read = dict(zip(records, await self._reader.messages(asked, summaries), strict=True))
+        read_ahead: list[tuple[RunRecord, list[int]]] = []
+        for key, positions in later.items():
+            run = runs.get(key)
+            if run is None or run.record is None:
+                continue
+            try:
+                seqs = run.seqs
+            except DAMAGE:
+                continue  # named if the window is asked for
+            read_ahead.append((run.record, [seqs[p] for p in positions if p < len(seqs)]))
+        shown = await self._reader.messages(asked, summaries, ahead=read_ahead)
+        read = dict(zip(records, shown, strict=True))
         times = {key: runs[key].shown_times(self._reader.unreadable) for key in records}
         hits: list[Hit] = []
         for found, window in zip(candidates, windows, strict=True):
@@ -301,13 +341,19 @@ class Ranker:
         scope.runs[row.run_key] = run
         return run
 
-    async def _runs(self, scope: CachedScope, run_keys: set[int]) -> dict[int, CachedRun]:
-        """Runs by key, from the scope's cache or the index (one read); kept while the generation holds."""
-        missing = sorted(key for key in run_keys if key not in scope.runs)
+    async def _runs(
+        self, scope: CachedScope, run_keys: set[int], *, ahead: frozenset[int] | set[int] = frozenset()
+    ) -> dict[int, CachedRun]:
+        """Runs by key, from the scope's cache or the index (one read); kept while the generation holds.
+
+        When there is a read to make, `ahead`'s runs are read along, and returned with the others.
+        """
+        missing = [key for key in run_keys if key not in scope.runs]
         if missing:
-            for key, row in (await self._corpus.storage.runs_by_key(missing)).items():
+            missing += (key for key in ahead - run_keys if key not in scope.runs)
+            for key, row in (await self._corpus.storage.runs_by_key(sorted(missing))).items():
                 scope.runs[key] = CachedRun(row, size_of(self._reader.unreadable, row))
-        return {key: scope.runs[key] for key in run_keys if key in scope.runs}
+        return {key: scope.runs[key] for key in run_keys | ahead if key in scope.runs}
 
     async def _head(self, run: CachedRun) -> list[Counter[str]]:
         """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
@@ -339,3 +385,8 @@ class Ranker:
                 continue
             kept[key] = score
         return kept
+
+
+def _leaves(found: Candidate, context_lines: int) -> bool:
+    """Whether the candidate's window along the record reaches past its own run's positions."""
+    return found.position - context_lines < found.first or found.position + context_lines >= found.size

@@ -29,15 +29,20 @@ class Reader:
         self._corpus = corpus
         self._shown: OrderedDict[tuple[str, str, int, bool], Shown] = OrderedDict()
         self._max_shown = max_cached_messages
+        self._ahead: dict[tuple[str, str, int], StoredMessage] = {}
+        """Bodies read ahead with the last read, for the windows an answer is likely to show next."""
         self.unreadable: list[Unreadable] = []
         """What could not be read since the owner last reset it."""
 
-    async def records(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
-        """These runs' records (one read; run by run if a row does not read, which is then named)."""
+    async def records(self, run_ids: Sequence[str], *, ahead: Sequence[str] = ()) -> dict[str, RunRecord]:
+        """These runs' records (one read; run by run if a row does not read, which is then named).
+
+        `ahead`'s records are read along when there is a read to make, and left out if one does not read.
+        """
         if not run_ids:
             return {}
         try:
-            return await self._corpus.get_runs(run_ids)
+            return await self._corpus.get_runs([*run_ids, *ahead])
         except CorruptRunError:
             pass
         records: dict[str, RunRecord] = {}
@@ -49,7 +54,11 @@ class Reader:
         return records
 
     async def messages(
-        self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]], summaries: Sequence[Collection[int]] = ()
+        self,
+        asked: Sequence[tuple[RunRecord, Mapping[int, int]]],
+        summaries: Sequence[Collection[int]] = (),
+        *,
+        ahead: Sequence[tuple[RunRecord, Collection[int]]] = (),
     ) -> list[dict[int, Shown]]:
         """Record messages by position, per run asked, from recent answers or one read of the corpus.
 
@@ -57,6 +66,13 @@ class Reader:
         entry carries (`summary_view`); any other is the entry with compaction artifacts removed.
         A warm process re-shows messages, so they are cached; keyed by the run's token too, since a
         deleted run id registered again reuses log numbers.
+
+        Args:
+            asked: Per run, its record and the log numbers of the positions wanted.
+            summaries: Per run asked, its summary positions.
+            ahead: Log numbers (per run) an answer is likely to ask for next: when this call has to
+                read anyway, they are read in the same round trip, kept as they are stored (not
+                prepared: the answer may stop before them) until the next call asks for them.
         """
         cache = self._shown
         views = [
@@ -68,8 +84,8 @@ class Reader:
                 if (run.run_id, run.token, seq, position in summary) not in cache:
                     unread.setdefault(run.run_id, {}).setdefault(seq, set()).add(position in summary)
         if unread:
-            found = await self._read_logs(unread)
             tokens = {run.run_id: run.token for run, _, _ in views}
+            found = await self._read_logs(unread, tokens, self._read_ahead(ahead, unread))
             for run_id, shown in found.items():
                 for (seq, summary), item in shown.items():
                     cache[run_id, tokens[run_id], seq, summary] = item
@@ -100,22 +116,62 @@ class Reader:
                 out.append({})
         return out
 
-    async def _read_logs(self, unread: dict[str, dict[int, set[bool]]]) -> dict[str, dict[tuple[int, bool], Shown]]:
+    def _read_ahead(
+        self, ahead: Sequence[tuple[RunRecord, Collection[int]]], unread: Mapping[str, Mapping[int, object]]
+    ) -> dict[str, tuple[str, set[int]]]:
+        """The log numbers to read ahead (per run: its token, its numbers), none already at hand or asked."""
+        out: dict[str, tuple[str, set[int]]] = {}
+        for run, seqs in ahead:
+            asked = unread.get(run.run_id, {})
+            for seq in seqs:
+                if seq in asked or (run.run_id, run.token, seq) in self._ahead:
+                    continue
+                if (run.run_id, run.token, seq, False) in self._shown:
+                    continue
+                out.setdefault(run.run_id, (run.token, set()))[1].add(seq)
+        return out
+
+    async def _read_logs(
+        self,
+        unread: dict[str, dict[int, set[bool]]],
+        tokens: Mapping[str, str],
+        ahead: Mapping[str, tuple[str, set[int]]],
+    ) -> dict[str, dict[tuple[int, bool], Shown]]:
         """Log entries in one read, ready to show as asked (`unread`: run, log number, whether as its summary).
 
-        A run whose read fails is read again alone; a run one of whose bodies does not read, or
-        does not decode, is named in `unreadable` and not shown.
+        Entries read ahead earlier are taken from there; `ahead`'s entries are read along and kept
+        as stored. A run whose read fails is read again alone, without what was to be read ahead
+        (damage there is named when it is asked for, not before); a run one of whose bodies does
+        not read, or does not decode, is named in `unreadable` and not shown.
         """
-        wanted = {run_id: sorted(seqs) for run_id, seqs in unread.items()}
-        try:
-            found = await self._corpus.read_stored(wanted)
-        except CorruptSnapshotError:
-            found = dict[str, Mapping[int, StoredMessage]]()
-            for run_id, seqs in wanted.items():
-                try:
-                    found.update(await self._corpus.read_stored({run_id: seqs}))
-                except CorruptSnapshotError as error:
-                    self.unreadable.append(error)
+        kept = self._ahead
+        if len(kept) > self._max_shown:
+            kept.clear()  # a bound: what an answer read ahead and never showed
+        found: dict[str, dict[int, StoredMessage]] = {}
+        wanted: dict[str, list[int]] = {}
+        for run_id, seqs in unread.items():
+            for seq in sorted(seqs):
+                body = kept.pop((run_id, tokens[run_id], seq), None)
+                if body is None:
+                    wanted.setdefault(run_id, []).append(seq)
+                else:
+                    found.setdefault(run_id, {})[seq] = body
+        if wanted:
+            reading = {run_id: set(seqs) for run_id, seqs in wanted.items()}
+            for run_id, (_, seqs) in ahead.items():
+                reading.setdefault(run_id, set()).update(seqs)
+            try:
+                read = await self._corpus.read_stored({run_id: sorted(seqs) for run_id, seqs in reading.items()})
+            except CorruptSnapshotError:
+                read = await self._read_apart(wanted)
+            for run_id, stored in read.items():
+                token = ahead[run_id][0] if run_id in ahead else ''
+                asked = set(wanted.get(run_id, ()))
+                for seq, body in stored.items():
+                    if seq in asked:
+                        found.setdefault(run_id, {})[seq] = body
+                    elif run_id in ahead:
+                        self._ahead[run_id, token, seq] = body
         out: dict[str, dict[tuple[int, bool], Shown]] = {}
         for run_id, stored in found.items():
             try:
@@ -128,6 +184,18 @@ class Reader:
             except MessageDecodeError as error:
                 self.unreadable.append(CorruptSnapshotError(run_id, -1, str(error)))
         return out
+
+    async def _read_apart(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, dict[int, StoredMessage]]:
+        """`wanted`, run by run: a run whose read fails is named in `unreadable` and left out."""
+        found: dict[str, dict[int, StoredMessage]] = {}
+        for run_id, seqs in wanted.items():
+            try:
+                found.update(
+                    {key: dict(value) for key, value in (await self._corpus.read_stored({run_id: seqs})).items()}
+                )
+            except CorruptSnapshotError as error:
+                self.unreadable.append(error)
+        return found
 
 
 _SUMMARY = ROLE_NAMES.index('summary')

@@ -29,15 +29,28 @@ async def read_postings(
     all_scopes: bool,
     first_search: bool,
     max_terms: int,
+    passing: dict[str, Postings],
 ) -> dict[str, Postings] | None:
     """Each term's postings in the scope, from `cache` or one read (then kept there, at most `max_terms`).
+
+    Args:
+        storage: The index read.
+        cache: Decoded postings kept between searches (of this scope generation).
+        generation: The generation the caller's statistics are of.
+        terms: The query's terms.
+        conversation_id: The scope's conversation.
+        all_scopes: Whether the scope is the whole store.
+        first_search: Whether this is the process's first search (see the module's docstring).
+        max_terms: The most terms `cache` keeps.
+        passing: The postings this search decoded but `cache` does not keep (a first search's
+            common words): a search that ranks again with a wider limit finds them here. The
+            caller empties it when a search begins.
 
     Returns:
         The postings by term, or `None` when the scope's index moved past `generation` while they
         were read (the caller starts over with the new statistics).
     """
-    passing: dict[str, Postings] = {}
-    missing = [term for term in dict.fromkeys(terms) if term not in cache]
+    missing = [term for term in dict.fromkeys(terms) if term not in cache and term not in passing]
     if missing:
         found = await storage.postings(missing, conversation_id, all_scopes=all_scopes)
         # Postings and statistics must come from one generation: if a run was indexed since the

@@ -25,6 +25,7 @@ import anyio
 
 from ...base import StoreUnavailableError
 from .._url import redact_url
+from ._handover import handing_over
 from ._live import AsyncConnectionPoolLike, live_connection
 from ._tables import STEP_TABLES, TABLES, PostgresTables
 
@@ -211,8 +212,10 @@ class PostgresConnector:
         from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
         assert self.url is not None, 'a connector without a caller-owned pool has a URL'
+        connection_class, waiting = handing_over()
         pool = AsyncConnectionPool(
             self.url,
+            connection_class=connection_class,
             min_size=1,
             max_size=self._max_size,
             open=False,
@@ -228,22 +231,28 @@ class PostgresConnector:
                 # (retrying in the background) would turn into a bare timeout, and log besides.
                 try:
                     with anyio.fail_after(self._connect_timeout):
-                        conn = await psycopg.AsyncConnection.connect(
+                        conn = await connection_class.connect(
                             self.url, autocommit=True, connect_timeout=self._libpq_timeout()
                         )
                 except (psycopg.OperationalError, TimeoutError) as error:
                     raise self._unavailable(error) from error
-                async with conn:
-                    # The server took this connection: the pool makes its first one in the background
-                    # while the schema is checked, so the check's round trips overlap that connect.
-                    await pool.open(wait=False)
+                try:
                     await self._migrate(conn)
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await conn.close()
+                    raise
+                # Checked: it becomes the pool's first connection (`_handover`), not a second connect.
+                waiting.append(conn)
+                await pool.open(wait=False)
             else:
                 await pool.open(wait=False)
             await pool.wait(timeout=self._connect_timeout)
         except BaseException as error:
             with anyio.CancelScope(shield=True):
                 await pool.close()
+                for conn in waiting:  # not taken by the pool
+                    await conn.close()
             if isinstance(error, PoolTimeout):
                 raise self._unavailable(error) from error
             raise
