@@ -322,3 +322,27 @@ asyncio.run(main())
     done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ['False', 'True']
+
+
+def test_building_the_first_engine_of_a_process_collects_garbage_once() -> None:
+    # The full collection a fresh process owes after its imports runs at startup (`_warm_up`),
+    # not inside its first search; a second engine does not run another.
+    import subprocess
+    import sys
+
+    code = """
+import gc
+from durable_recall import ConversationSearch, InMemoryStepStore, SnapshotHistorySource
+
+def full_collections():
+    return gc.get_stats()[2]['collections']
+
+before = full_collections()
+ConversationSearch(SnapshotHistorySource(InMemoryStepStore()), scope='conversation')
+first = full_collections()
+ConversationSearch(SnapshotHistorySource(InMemoryStepStore()), scope='conversation')
+print(first - before, full_collections() - first)
+"""
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['1', '0']
