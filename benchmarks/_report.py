@@ -320,10 +320,11 @@ MISSED_BECAUSE = {
     'and renders the windows it shows (35 to 40 messages, 15 to 30 us each from their stored JSON)',
     'search p50, cold process': 'besides the postings, the first search of a process reads back, decodes and renders '
     'the messages its answer shows (~35 messages at 15 to 30 us each from their stored JSON, more on a first call; '
-    'each body inflated with a preset dictionary), prepares each statement the first time and reads the '
-    "conversation's spans once (a packed value or narrow rows, not an object per run), to lay out windows across "
-    "runs; on Postgres it waits for a connection (the schema check's and the pool's are made together: 5 to 15 ms "
-    "here), and every read is a round trip (~1 ms, more for a fresh server backend's first read of each table)",
+    'each body inflated with a preset dictionary; the windows after each batch are read with it), prepares each '
+    "statement the first time and, when a window leaves its hit's run, reads the conversation's spans once (a "
+    'packed value or narrow rows, not an object per run); on Postgres it connects (one connection, which checks '
+    'the schema and then serves the pool: 4 to 6 ms here), and every read is a round trip (~1 ms, 2 to 4 ms for '
+    "a fresh server backend's first read of each table)",
     'ingest': "catching a run up reads its listing with a batch of other runs' (one read), folds each of its step "
     'snapshots (a compaction window each; an inherited window is decoded and hashed once per catch-up, not per '
     "run), then hashes (pydantic-ai's dump, canonical JSON, SHA-256) and tokenizes each new message into postings, "
