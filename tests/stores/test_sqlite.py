@@ -221,7 +221,10 @@ async def test_two_processes_write_one_file_concurrently(tmp_path: Path) -> None
     deadline = time.monotonic() + 30
     while not all(Path(f'{path}.ready-{prefix}').exists() for prefix in ('left', 'right')):
         assert time.monotonic() < deadline, 'the writers did not start'
-        assert all(writer.poll() is None for writer in writers), 'a writer died before starting'
+        for writer in writers:
+            if writer.poll() is not None:  # name why: a bare 'died' once failed CI and never reproduced
+                _, stderr = writer.communicate()
+                raise AssertionError(f'a writer died before starting ({writer.returncode}): {stderr}')
         time.sleep(0.01)
     Path(f'{path}.go').touch()
     for writer in writers:
