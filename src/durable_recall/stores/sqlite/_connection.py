@@ -27,7 +27,7 @@ from .._migrations import SQLITE_META, SQLITE_MIGRATIONS, check_version
 if TYPE_CHECKING:
     from ...base import StoreConfigurationError
 
-__all__ = ('STEP_TABLES', 'SqliteConnection', 'SqliteTables', 'transaction')
+__all__ = ('STEP_TABLES', 'SqliteConnection', 'SqliteTables', 'reclaim_free_pages', 'transaction')
 
 _T = TypeVar('_T')
 _R = TypeVar('_R')
@@ -70,12 +70,21 @@ STEP_TABLES = SqliteTables(
 """The step store's tables (`dr_*`)."""
 
 
+_INCREMENTAL = 2
+"""`PRAGMA auto_vacuum`'s value for incremental: free pages can be given back to the file system."""
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection, begin: str) -> Generator[None]:
-    """Run the block in one transaction: committed if it returns, rolled back if it raises."""
+    """Run the block in one transaction: committed if it returns, rolled back if it raises.
+
+    A write (`BEGIN IMMEDIATE`) gives the pages it freed back before it commits (`reclaim_free_pages`).
+    """
     conn.execute(begin)
     try:
         yield
+        if begin == 'BEGIN IMMEDIATE':
+            reclaim_free_pages(conn)
     except BaseException:
         # The original error says more; SQLite has already rolled back if it cannot.
         with suppress(sqlite3.Error):
@@ -87,6 +96,27 @@ def transaction(conn: sqlite3.Connection, begin: str) -> Generator[None]:
         if conn.in_transaction:
             conn.execute('ROLLBACK')
         raise
+
+
+def reclaim_free_pages(conn: sqlite3.Connection) -> int:
+    """Move the file's free pages to its end and cut them off, in the caller's write transaction; how many.
+
+    A file durable-recall creates is in incremental auto-vacuum mode (`SqliteConnection`), so the
+    pages that a write leaves empty (a deleted conversation, postings rows rewritten longer, the
+    pending list emptied by a catch-up) are given back to the file system when that write commits,
+    instead of staying in the file until a later write reuses them or someone runs `VACUUM`. The
+    check is the file header's free-page count (microseconds); only a write that freed pages moves
+    any. A file created in another mode (by an earlier release, or by hand) keeps its free pages,
+    as SQLite does.
+    """
+    free = conn.execute('PRAGMA freelist_count').fetchone()[0]
+    if not free or conn.execute('PRAGMA auto_vacuum').fetchone()[0] != _INCREMENTAL:
+        return 0
+    # Python's sqlite3 steps a PRAGMA that returns no columns once, and each step of
+    # `incremental_vacuum` moves one page: one statement per page.
+    for _ in range(free):
+        conn.execute('PRAGMA incremental_vacuum(1)')
+    return free
 
 
 def _same(found: _T) -> _T:
@@ -205,6 +235,9 @@ class SqliteConnection:
         except sqlite3.Error as error:
             raise self._unusable(error) from error
         try:
+            if conn.execute('SELECT 1 FROM sqlite_master LIMIT 1').fetchone() is None:
+                # A new (or empty) file: a mode SQLite fixes when the first table is created.
+                conn.execute('PRAGMA auto_vacuum = INCREMENTAL')
             # Switching to WAL writes the file header, so an unwritable file fails here, not on a save.
             conn.execute('PRAGMA journal_mode = WAL').fetchone()
             conn.execute('PRAGMA cache_size = -32768')  # 32 MiB of pages: the index tables are read at random
