@@ -34,6 +34,9 @@ _COPIED = ('runs', 'messages', 'message_refs', 'snapshots')
 _SUFFIXED = frozenset({'run_id', 'ref_run_id', 'conversation_id', 'token'})
 """Columns naming a run or a conversation (or a run's unique token): a copy's own ids end in its suffix."""
 
+_NUMBERED = frozenset({'run_no', 'ref_run_no'})
+"""Columns naming a run by the number SQLite gives it (SQLite from schema version 13): a copy names its own run's."""
+
 _BATCH_RUNS = 64
 """Runs committed together, as catch-up batches them, so the copies' chunks are laid out as `update_index` lays them."""
 
@@ -192,17 +195,18 @@ class _Database:
         """
         added = 0
         for table in _COPIED:
-            columns = self.columns(table)
+            columns = [column for column in self.columns(table) if not (table == 'runs' and column == 'run_no')]
             if not columns:
                 continue
             names = ', '.join(f'"{column}"' for column in columns)
-            values = ', '.join(f'x."{column}" || ?' if column in _SUFFIXED else f'x."{column}"' for column in columns)
-            where = (
-                'x.conversation_id = ?'
-                if table == 'runs'
-                else 'x.run_id IN (SELECT run_id FROM {runs} WHERE conversation_id = ?)'
-            )
-            suffixes = [suffix] * sum(column in _SUFFIXED for column in columns)
+            values = ', '.join(_copied_value(column) for column in columns)
+            if table == 'runs':
+                where = 'x.conversation_id = ?'
+            elif 'run_no' in columns:
+                where = 'x.run_no IN (SELECT run_no FROM {runs} WHERE conversation_id = ?)'
+            else:
+                where = 'x.run_id IN (SELECT run_id FROM {runs} WHERE conversation_id = ?)'
+            suffixes = [suffix] * sum(column in _SUFFIXED or column in _NUMBERED for column in columns)
             query = f'INSERT INTO {{{table}}} ({names}) SELECT {values} FROM {{{table}}} AS x WHERE {where}'
             count = self.query(query, *suffixes, source).rowcount
             if table == 'messages':
@@ -241,6 +245,17 @@ class _Database:
         for run_id, digest in rows:
             held.setdefault(run_id, []).append(bytes(digest))
         return held
+
+
+def _copied_value(column: str) -> str:
+    """What a copy's row holds in `column`: the source row's value, its id suffixed, or the copy's run number."""
+    if column in _SUFFIXED:
+        return f'x."{column}" || ?'
+    if column in _NUMBERED:
+        # The number SQLite gave the copy's run (its runs are copied first): the source run's id, suffixed.
+        source = f'(SELECT s.run_id FROM {{runs}} AS s WHERE s.run_no = x."{column}")'
+        return f'(SELECT c.run_no FROM {{runs}} AS c WHERE c.run_id = {source} || ?)'
+    return f'x."{column}"'
 
 
 class _Tables(dict[str, str]):

@@ -17,6 +17,13 @@ import pytest
 from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores.postgres._connect import TABLES
 
+SQLITE_LOG_RUN = {
+    'of_run': 'run_no = (SELECT run_no FROM dr_runs WHERE run_id = ?)',
+    'ref_run': '(SELECT run_id FROM dr_runs WHERE run_no = ref_run_no)',
+    'in_conversation': 'run_no IN (SELECT run_no FROM dr_runs WHERE conversation_id = ?)',
+}
+"""`{of_run}` and `{ref_run}` in SQL on a SQLite file (see `StoreKit.query`)."""
+
 
 @dataclass
 class StoreKit:
@@ -34,8 +41,8 @@ class StoreKit:
             return len(self.store._runs[run_id].log)
         (count,) = (
             await self.query(
-                'SELECT (SELECT COUNT(*) FROM {messages} WHERE run_id = ?)'
-                ' + (SELECT COALESCE(SUM(count), 0) FROM {message_refs} WHERE run_id = ?)',
+                'SELECT (SELECT COUNT(*) FROM {messages} WHERE {of_run})'
+                ' + (SELECT COALESCE(SUM(count), 0) FROM {message_refs} WHERE {of_run})',
                 run_id,
                 run_id,
             )
@@ -52,15 +59,27 @@ class StoreKit:
         return [[(first, end) for first, end in json.loads(text)] for (text,) in rows]
 
     async def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        """Run SQL against the store's tables; `{runs}`-style names, `?` placeholders."""
+        """Run SQL against the store's tables; `{runs}`-style names, `?` placeholders.
+
+        The message log's tables name their run by number on SQLite (schema version 13) and by id
+        on Postgres: `{of_run}` is the condition "the row is the run's whose id is bound here" and
+        `{ref_run}` the id of the run a reference range names, and `{in_conversation}` "the row is of
+        a run of the conversation bound here", in either.
+        """
         names = {name: f'dr_{name}' for name in TABLES}
         if self.sqlite_path is not None:
+            names |= SQLITE_LOG_RUN
             with closing(sqlite3.connect(self.sqlite_path, isolation_level=None)) as conn:
                 return conn.execute(sql.format(**names), params).fetchall()
         if self.postgres_url is not None:
             import psycopg
 
             names = {key: f'"{self.postgres_schema}".{table}' for key, table in names.items()}
+            names |= {
+                'of_run': 'run_id = ?',
+                'ref_run': 'ref_run_id',
+                'in_conversation': f'run_id IN (SELECT run_id FROM {names["runs"]} WHERE conversation_id = ?)',
+            }
             async with await psycopg.AsyncConnection.connect(self.postgres_url, autocommit=True) as conn:
                 cur = await conn.execute(sql.format(**names).replace('?', '%s').encode(), params)
                 return await cur.fetchall() if cur.description else []

@@ -44,7 +44,10 @@ def _rows(path: Path) -> list[Any]:
         snapshots = conn.execute(
             'SELECT run_id, idx, step_index, state, ranges, size FROM dr_snapshots ORDER BY run_id, idx'
         ).fetchall()
-        messages = conn.execute('SELECT run_id, COUNT(*) FROM dr_messages GROUP BY run_id ORDER BY run_id').fetchall()
+        messages = conn.execute(
+            'SELECT r.run_id, COUNT(*) FROM dr_messages AS m JOIN dr_runs AS r ON r.run_no = m.run_no'
+            ' GROUP BY r.run_id ORDER BY r.run_id'
+        ).fetchall()
     return [snapshots, messages]
 
 

@@ -34,6 +34,8 @@ class Target:
     table: Callable[[str], str]
     body: str = 'body'
     """The column holding compressed bodies (Postgres keeps them apart from text ones, in `data`)."""
+    of_run: str = 'run_id = %s'
+    """A message row's run is the one whose id is bound (SQLite's log names runs by number: schema version 13)."""
 
 
 @pytest.fixture(params=['sqlite', 'postgres'])
@@ -47,7 +49,8 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
                 return conn.execute(sql.replace('%s', '?'), params).fetchall()
 
         assert main(['index', '--store', str(path), '--all']) == 0
-        yield Target(['--store', str(path)], populated, run_sqlite, lambda name: name)
+        of_run = 'run_no = (SELECT run_no FROM dr_runs WHERE run_id = %s)'
+        yield Target(['--store', str(path)], populated, run_sqlite, lambda name: name, of_run=of_run)
         return
     url: str = request.getfixturevalue('postgres_url')
     schema: str = request.getfixturevalue('postgres_schema')
@@ -93,11 +96,13 @@ def _first_run(target: Target) -> str:
 
 def test_a_flipped_byte_in_a_compressed_body_is_named(capsys: pytest.CaptureFixture[str], target: Target) -> None:
     run_id = _first_run(target)
-    rows = target.execute(f'SELECT seq, {target.body} FROM {target.table("dr_messages")} WHERE run_id = %s', (run_id,))
+    rows = target.execute(
+        f'SELECT seq, {target.body} FROM {target.table("dr_messages")} WHERE {target.of_run}', (run_id,)
+    )
     seq, body = next((seq, bytes(body)) for seq, body in rows if isinstance(body, bytes | memoryview) and len(body) > 8)
     damaged = body[:6] + bytes([body[6] ^ 0x20]) + body[7:]
     target.execute(
-        f'UPDATE {target.table("dr_messages")} SET {target.body} = %s WHERE run_id = %s AND seq = %s',
+        f'UPDATE {target.table("dr_messages")} SET {target.body} = %s WHERE {target.of_run} AND seq = %s',
         (damaged, run_id, seq),
     )
     status, report = check(capsys, target)
@@ -124,7 +129,7 @@ def test_a_rewritten_ranges_value_is_named(capsys: pytest.CaptureFixture[str], t
 
 def test_a_deleted_message_row_is_named(capsys: pytest.CaptureFixture[str], target: Target) -> None:
     run_id = _first_run(target)
-    target.execute(f'DELETE FROM {target.table("dr_messages")} WHERE run_id = %s AND seq = 1', (run_id,))
+    target.execute(f'DELETE FROM {target.table("dr_messages")} WHERE {target.of_run} AND seq = 1', (run_id,))
     status, report = check(capsys, target)
     assert status == 1
     named = [p for p in report['problems'] if p['run_id'] == run_id and p['snapshot'] is not None]
@@ -182,10 +187,10 @@ def test_a_body_no_snapshot_names_is_checked(capsys: pytest.CaptureFixture[str],
     run_id = target.populated.runs[OTHER][0]
     [(last,)] = target.execute(f'SELECT MAX(idx) FROM {target.table("dr_snapshots")} WHERE run_id = %s', (run_id,))
     target.execute(f'DELETE FROM {target.table("dr_snapshots")} WHERE run_id = %s AND idx = %s', (run_id, last))
-    [(seq,)] = target.execute(f'SELECT MAX(seq) FROM {target.table("dr_messages")} WHERE run_id = %s', (run_id,))
+    [(seq,)] = target.execute(f'SELECT MAX(seq) FROM {target.table("dr_messages")} WHERE {target.of_run}', (run_id,))
     also = ', body = NULL' if target.body != 'body' else ''
     target.execute(
-        f'UPDATE {target.table("dr_messages")} SET {target.body} = %s{also} WHERE run_id = %s AND seq = %s',
+        f'UPDATE {target.table("dr_messages")} SET {target.body} = %s{also} WHERE {target.of_run} AND seq = %s',
         (b'\xffnot a body', run_id, seq),
     )
     status, report = check(capsys, target)

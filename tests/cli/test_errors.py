@@ -159,7 +159,9 @@ class TestBrokenData:
         with sqlite3.connect(populated.store) as source, sqlite3.connect(copy) as target:
             source.backup(target)
             target.execute(
-                "UPDATE dr_messages SET body = '{broken' WHERE run_id = ? AND seq = 0", (populated.support_runs[0],)
+                "UPDATE dr_messages SET body = '{broken'"
+                ' WHERE run_no = (SELECT run_no FROM dr_runs WHERE run_id = ?) AND seq = 0',
+                (populated.support_runs[0],),
             )
         source.close()
         target.close()

@@ -85,8 +85,8 @@ def rows(database: Path, conversation_id: str) -> list[tuple[int, ...]]:
     with closing(sqlite3.connect(database)) as conn:
         return conn.execute(
             'SELECT (SELECT COUNT(*) FROM dr_snapshots s WHERE s.run_id = r.run_id),'
-            ' (SELECT COUNT(*) FROM dr_messages m WHERE m.run_id = r.run_id),'
-            ' (SELECT COUNT(*) FROM dr_message_refs f WHERE f.run_id = r.run_id)'
+            ' (SELECT COUNT(*) FROM dr_messages m WHERE m.run_no = r.run_no),'
+            ' (SELECT COUNT(*) FROM dr_message_refs f WHERE f.run_no = r.run_no)'
             ' FROM dr_runs r WHERE r.conversation_id = ? ORDER BY r.started_at, r.run_id',
             (conversation_id,),
         ).fetchall()

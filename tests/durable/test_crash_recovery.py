@@ -54,7 +54,7 @@ def stored_per_run(store: Path, conversation_id: str) -> list[tuple[int, int]]:
     with closing(sqlite3.connect(store)) as conn:
         return conn.execute(
             'SELECT (SELECT COUNT(*) FROM dr_snapshots s WHERE s.run_id = r.run_id),'
-            ' (SELECT COUNT(*) FROM dr_messages m WHERE m.run_id = r.run_id)'
+            ' (SELECT COUNT(*) FROM dr_messages m WHERE m.run_no = r.run_no)'
             ' FROM dr_runs r WHERE r.conversation_id = ? ORDER BY r.started_at, r.run_id',
             (conversation_id,),
         ).fetchall()

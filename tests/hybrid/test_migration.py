@@ -10,7 +10,7 @@ import pytest
 
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
-from tests.stores._helpers import postgres_without_groups, sqlite_times_as_text
+from tests.stores._helpers import postgres_without_groups, sqlite_log_by_run_id, sqlite_times_as_text
 
 from ..search._stub import context, request
 from ._kit import EXCHANGES, ConceptEmbeddingModel, bm25, chat, hybrid, needs_numpy
@@ -32,6 +32,7 @@ async def test_a_version_8_sqlite_database_is_upgraded(tmp_path: Path) -> None:
     await store.aclose()
     with closing(sqlite3.connect(path)) as conn, conn:  # what version 8 wrote
         conn.execute('DROP TABLE dr_vectors')
+        sqlite_log_by_run_id(conn)
         sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '8' WHERE key = 'schema_version'")
     store = SqliteStepStore(path)

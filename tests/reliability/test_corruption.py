@@ -32,19 +32,25 @@ ALLOWED = (CorruptSnapshotError, CorruptRunError, StoreConfigurationError)
 ROWS = {
     'dr_runs': (
         "run_id = 'run-2'",
-        ('run_id', 'conversation_id', 'parent_run_id', 'agent_name', 'metadata', 'started_at', 'token'),
+        ('run_no', 'run_id', 'conversation_id', 'parent_run_id', 'agent_name', 'metadata', 'started_at', 'token'),
     ),
     'dr_snapshots': (
         "run_id = 'run-1' AND idx = 2",
         ('run_id', 'idx', 'step_index', 'state', 'saved_at', 'ranges', 'size'),
     ),
-    'dr_messages': ("run_id = 'run-1' AND seq = 2", ('run_id', 'seq', 'body')),
-    'dr_message_refs': ("run_id = 'run-2' AND seq = 0", ('run_id', 'seq', 'count', 'ref_run_id', 'ref_seq')),
+    'dr_messages': (
+        "run_no = (SELECT run_no FROM dr_runs WHERE run_id = 'run-1') AND seq = 2",
+        ('run_no', 'seq', 'body'),
+    ),
+    'dr_message_refs': (
+        "run_no = (SELECT run_no FROM dr_runs WHERE run_id = 'run-2') AND seq = 0",
+        ('run_no', 'seq', 'count', 'ref_run_no', 'ref_seq'),
+    ),
 }
 """Per table: the row damaged (a middle snapshot, a compressed body, an inherited range) and its columns."""
 
-NUMERIC = {'idx', 'step_index', 'size', 'seq', 'count', 'ref_seq', 'started_at', 'saved_at'}
-"""Integer columns (times too: microseconds since the epoch, schema version 11)."""
+NUMERIC = {'idx', 'step_index', 'size', 'seq', 'count', 'ref_seq', 'started_at', 'saved_at', 'run_no', 'ref_run_no'}
+"""Integer columns (times too: microseconds since the epoch, schema version 11; run numbers, version 13)."""
 
 NULLABLE = {'conversation_id', 'parent_run_id', 'agent_name'}
 
@@ -182,21 +188,21 @@ def test_flipped_bits_in_stored_bodies_read_exactly_or_raise(
     shutil.copy(source, path)
     rng = random.Random(14)
     with closing(sqlite3.connect(path)) as conn:
-        bodies = conn.execute('SELECT run_id, seq, body FROM dr_messages ORDER BY run_id, seq').fetchall()
+        bodies = conn.execute('SELECT run_no, seq, body FROM dr_messages ORDER BY run_no, seq').fetchall()
     detected = 0
     for _ in range(FLIPS):
-        run_id, seq, body = rng.choice(bodies)
+        run_no, seq, body = rng.choice(bodies)
         data = bytearray(body if isinstance(body, bytes) else body.encode())
         bit = rng.randrange(len(data) * 8)
         data[bit // 8] ^= 1 << (bit % 8)
         with closing(sqlite3.connect(path)) as conn, conn:
-            conn.execute('UPDATE dr_messages SET body = ? WHERE run_id = ? AND seq = ?', (bytes(data), run_id, seq))
+            conn.execute('UPDATE dr_messages SET body = ? WHERE run_no = ? AND seq = ?', (bytes(data), run_no, seq))
         verdicts = _judge(baseline, _read(path))
         with closing(sqlite3.connect(path)) as conn, conn:
-            conn.execute('UPDATE dr_messages SET body = ? WHERE run_id = ? AND seq = ?', (body, run_id, seq))
+            conn.execute('UPDATE dr_messages SET body = ? WHERE run_no = ? AND seq = ?', (body, run_no, seq))
         detected += bool(verdicts['detected'])
         TALLY.update({f'flip reads {verdict}': count for verdict, count in verdicts.items()})
-        assert verdicts['crash'] == 0 and verdicts['wrong'] == 0, (run_id, seq, bit, verdicts)
+        assert verdicts['crash'] == 0 and verdicts['wrong'] == 0, (run_no, seq, bit, verdicts)
     TALLY['bit flips tried'] += FLIPS
     TALLY['bit flips detected'] += detected
 

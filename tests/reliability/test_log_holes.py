@@ -37,7 +37,10 @@ async def damaged(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
         def delete(run_id: str, seq: int) -> None:
             with closing(sqlite3.connect(path)) as conn, conn:
-                conn.execute('DELETE FROM dr_messages WHERE run_id = ? AND seq = ?', (run_id, seq))
+                conn.execute(
+                    'DELETE FROM dr_messages WHERE run_no = (SELECT run_no FROM dr_runs WHERE run_id = ?) AND seq = ?',
+                    (run_id, seq),
+                )
 
     else:
         url: str = request.getfixturevalue('postgres_url')

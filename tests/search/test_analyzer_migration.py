@@ -20,7 +20,7 @@ from durable_recall.stores._postgres_migrations import ANALYZER_ROW as POSTGRES_
 from durable_recall.stores._sqlite_migrations import ANALYZER_ROW as SQLITE_ROW
 from durable_recall.text import ANALYZER_NAME, DEFAULT_ANALYZER
 from durable_recall.text._analyzer import use_analyzer
-from tests.stores._helpers import postgres_without_groups, sqlite_times_as_text
+from tests.stores._helpers import postgres_without_groups, sqlite_log_by_run_id, sqlite_times_as_text
 
 from ._stub import context
 
@@ -62,6 +62,7 @@ async def test_a_version_6_sqlite_index_is_rebuilt(tmp_path: Path, plain_analyze
     assert not await _found(store, 'visit')
     await store.aclose()
     with closing(sqlite3.connect(path)) as conn, conn:
+        sqlite_log_by_run_id(conn)
         sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '6' WHERE key = 'schema_version'")
         conn.execute("DELETE FROM dr_meta WHERE key = 'index_analyzer'")

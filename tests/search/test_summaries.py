@@ -28,7 +28,7 @@ from durable_recall.stores import SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 from durable_recall.text import HARNESS_SUMMARY_KEY
 from tests._services.stores import StoreKit
-from tests.stores._helpers import sqlite_times_as_text
+from tests.stores._helpers import sqlite_log_by_run_id, sqlite_times_as_text
 
 from ._stub import context
 
@@ -115,6 +115,7 @@ async def test_a_version_7_index_is_rebuilt_with_its_summaries(tmp_path: Path) -
     finally:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn, conn:
+        sqlite_log_by_run_id(conn)
         sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '7' WHERE key = 'schema_version'")
     store = SqliteStepStore(database=path)

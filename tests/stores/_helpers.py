@@ -130,6 +130,40 @@ as ISO text again, as schema versions before 11 did: what a test that sets a fil
 release back to an older version runs first (times since 1970 only)."""
 
 
+SQLITE_LOG_BY_RUN_ID = (
+    'CREATE TABLE dr_runs_v12 ('
+    ' run_id TEXT PRIMARY KEY NOT NULL, conversation_id TEXT, parent_run_id TEXT, agent_name TEXT,'
+    ' metadata TEXT NOT NULL, started_at INTEGER NOT NULL, token TEXT NOT NULL) WITHOUT ROWID',
+    'INSERT INTO dr_runs_v12 SELECT run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token'
+    ' FROM dr_runs',
+    'CREATE TABLE dr_messages_v12 (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL)',
+    'INSERT INTO dr_messages_v12 SELECT r.run_id, m.seq, m.body FROM dr_messages AS m'
+    ' JOIN dr_runs AS r ON r.run_no = m.run_no ORDER BY m.rowid',
+    'CREATE TABLE dr_message_refs_v12 (run_id TEXT NOT NULL, seq INTEGER NOT NULL, count INTEGER NOT NULL,'
+    ' ref_run_id TEXT NOT NULL, ref_seq INTEGER NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID',
+    'INSERT INTO dr_message_refs_v12 SELECT r.run_id, f.seq, f.count, t.run_id, f.ref_seq FROM dr_message_refs AS f'
+    ' JOIN dr_runs AS r ON r.run_no = f.run_no JOIN dr_runs AS t ON t.run_no = f.ref_run_no',
+    'DROP TABLE dr_messages',
+    'DROP TABLE dr_message_refs',
+    'DROP TABLE dr_runs',
+    'ALTER TABLE dr_runs_v12 RENAME TO dr_runs',
+    'ALTER TABLE dr_messages_v12 RENAME TO dr_messages',
+    'ALTER TABLE dr_message_refs_v12 RENAME TO dr_message_refs',
+    'CREATE INDEX dr_runs_by_conversation ON dr_runs (conversation_id, started_at, run_id)',
+    'CREATE INDEX dr_runs_by_parent ON dr_runs (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+    'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_id, seq)',
+)
+"""Statements that give a SQLite file written by this release the run and log tables of schema version 12
+(runs keyed by id, the log naming runs by id): what a test that sets such a file back to an older
+version runs first, so that the upgrade it then watches starts from tables that version had."""
+
+
+def sqlite_log_by_run_id(conn: sqlite3.Connection) -> None:
+    """Run `SQLITE_LOG_BY_RUN_ID` on a plain connection to a step store's file."""
+    for statement in SQLITE_LOG_BY_RUN_ID:
+        conn.execute(statement)
+
+
 def sqlite_times_as_text(conn: sqlite3.Connection) -> None:
     """Run `SQLITE_TIMES_AS_TEXT` on a plain connection to a step store's file."""
     for statement in SQLITE_TIMES_AS_TEXT:

@@ -8,7 +8,7 @@ from durable_recall.stores import InMemoryStepStore
 from durable_recall.stores.memory._store import _Ref
 from tests._services.stores import StoreKit
 
-from ._helpers import SQLITE_TIMES_AS_TEXT
+from ._helpers import SQLITE_LOG_BY_RUN_ID, SQLITE_TIMES_AS_TEXT
 
 EntryKind = Literal['text', 'compressed', 'ref']
 Entry = tuple[EntryKind, str | None, int | None]
@@ -21,17 +21,17 @@ RefRow = tuple[int, int, str, int]
 async def ref_ranges(kit: StoreKit, run_id: str) -> list[RefRow]:
     """The run's reference ranges as the SQL stores hold them, in log order."""
     rows = await kit.query(
-        'SELECT seq, count, ref_run_id, ref_seq FROM {message_refs} WHERE run_id = ? ORDER BY seq', run_id
+        'SELECT seq, count, {ref_run}, ref_seq FROM {message_refs} WHERE {of_run} ORDER BY seq', run_id
     )
     return [(seq, count, ref_run_id, ref_seq) for seq, count, ref_run_id, ref_seq in rows]
 
 
 async def _own_rows(kit: StoreKit, run_id: str) -> dict[int, EntryKind]:
     if kit.backend == 'sqlite':
-        rows = await kit.query('SELECT seq, typeof(body) FROM {messages} WHERE run_id = ?', run_id)
+        rows = await kit.query('SELECT seq, typeof(body) FROM {messages} WHERE {of_run}', run_id)
         kinds: dict[str, EntryKind] = {'text': 'text', 'blob': 'compressed'}
         return {seq: kinds[kind] for seq, kind in rows}
-    rows = await kit.query('SELECT seq, body IS NOT NULL FROM {messages} WHERE run_id = ?', run_id)
+    rows = await kit.query('SELECT seq, body IS NOT NULL FROM {messages} WHERE {of_run}', run_id)
     return {seq: 'text' if text else 'compressed' for seq, text in rows}
 
 
@@ -90,6 +90,9 @@ async def back_to_version_4(kit: StoreKit) -> None:
     writes them itself.
     """
     assert await kit.query('SELECT COUNT(*) FROM {message_refs}') == [(0,)], 'ranges have no version-4 form here'
+    if kit.backend == 'sqlite':
+        for statement in SQLITE_LOG_BY_RUN_ID:
+            await kit.query(statement)
     await kit.query('DROP TABLE {message_refs}')
     if kit.backend == 'sqlite':
         for statement in SQLITE_TIMES_AS_TEXT:

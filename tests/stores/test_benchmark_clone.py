@@ -84,9 +84,7 @@ async def test_copies_hold_the_source_rows_and_its_index(sql_kit: StoreKit) -> N
     added = clone_conversation(spec_of(sql_kit), SOURCE, 2)
     added += clone_conversation(spec_of(sql_kit), SOURCE, 1, first=3)
 
-    ((messages,),) = await sql_kit.query(
-        'SELECT COUNT(*) FROM {messages} WHERE run_id IN (SELECT run_id FROM {runs} WHERE conversation_id = ?)', SOURCE
-    )
+    ((messages,),) = await sql_kit.query('SELECT COUNT(*) FROM {messages} WHERE {in_conversation}', SOURCE)
     assert added == 3 * messages
     for copy in (1, 2, 3):
         suffix = f'~copy{copy}'

@@ -141,9 +141,9 @@ async def test_every_part_is_stored_compressed_and_reads_back(sql_kit: StoreKit)
 
 async def _set_stored_body(kit: StoreKit, run_id: str, seq: int, stored: bytes) -> None:
     if kit.backend == 'sqlite':
-        await kit.query('UPDATE {messages} SET body = ? WHERE run_id = ? AND seq = ?', stored, run_id, seq)
+        await kit.query('UPDATE {messages} SET body = ? WHERE {of_run} AND seq = ?', stored, run_id, seq)
     else:
-        await kit.query('UPDATE {messages} SET body = NULL, data = ? WHERE run_id = ? AND seq = ?', stored, run_id, seq)
+        await kit.query('UPDATE {messages} SET body = NULL, data = ? WHERE {of_run} AND seq = ?', stored, run_id, seq)
 
 
 @pytest.mark.parametrize(

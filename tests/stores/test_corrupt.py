@@ -25,15 +25,15 @@ TAMPERING = {
     'range-not-ints': ("UPDATE {snapshots} SET ranges = '[[0,true]]' WHERE run_id = ? AND idx = 1", 'is not a [first'),
     'size-mismatch': ('UPDATE {snapshots} SET size = 7 WHERE run_id = ? AND idx = 1', 'records 7'),
     'unknown-state': ("UPDATE {snapshots} SET state = 'paused' WHERE run_id = ? AND idx = 1", "unknown state 'paused'"),
-    'missing-log-entry': ('DELETE FROM {messages} WHERE run_id = ? AND seq = 3', 'message 3 of the run log is missing'),
+    'missing-log-entry': ('DELETE FROM {messages} WHERE {of_run} AND seq = 3', 'message 3 of the run log is missing'),
     'body-not-a-message': (
-        'UPDATE {messages} SET body = \'{{"kind":"nope"}}\' WHERE run_id = ? AND seq = 3',
+        'UPDATE {messages} SET body = \'{{"kind":"nope"}}\' WHERE {of_run} AND seq = 3',
         'kind',
     ),
-    'body-not-json': ("UPDATE {messages} SET body = 'garbage' WHERE run_id = ? AND seq = 3", 'JSON'),
+    'body-not-json': ("UPDATE {messages} SET body = 'garbage' WHERE {of_run} AND seq = 3", 'JSON'),
     'body-of-two-messages': (
         'UPDATE {messages} SET body = \'{{"parts":[],"kind":"request"}},{{"parts":[],"kind":"request"}}\''
-        ' WHERE run_id = ? AND seq = 3',
+        ' WHERE {of_run} AND seq = 3',
         'one is not a message',
     ),
 }
@@ -41,10 +41,14 @@ TAMPERING = {
 # What only SQLite's dynamic typing lets a damaged file hold (Postgres refuses it on write).
 SQLITE_TAMPERING = {
     'body-not-utf8': (
-        "UPDATE dr_messages SET body = CAST(X'7B22FF22' AS TEXT) WHERE run_id = ? AND seq = 3",
+        "UPDATE dr_messages SET body = CAST(X'7B22FF22' AS TEXT)"
+        ' WHERE run_no = (SELECT run_no FROM dr_runs WHERE run_id = ?) AND seq = 3',
         'not UTF-8 text',
     ),
-    'body-an-integer': ('UPDATE dr_messages SET body = 42 WHERE run_id = ? AND seq = 3', 'stored body is a int'),
+    'body-an-integer': (
+        'UPDATE dr_messages SET body = 42 WHERE run_no = (SELECT run_no FROM dr_runs WHERE run_id = ?) AND seq = 3',
+        'stored body is a int',
+    ),
     'saved-at-a-blob': ("UPDATE dr_snapshots SET saved_at = X'00' WHERE run_id = ? AND idx = 1", 'saved_at is a bytes'),
     'ranges-an-integer': ('UPDATE dr_snapshots SET ranges = 5 WHERE run_id = ? AND idx = 1', 'not a JSON list'),
 }

@@ -581,7 +581,7 @@ class TestMessages:
     async def test_a_body_that_does_not_decode_raises_corrupt(self, sql_kit: StoreKit) -> None:
         await sql_kit.store.register_run(registration('run-1'))
         await save_history(sql_kit.store, 'run-1', [messages(0, 1)])
-        await sql_kit.query("UPDATE {messages} SET body = 'garbage' WHERE run_id = ? AND seq = 1", 'run-1')
+        await sql_kit.query("UPDATE {messages} SET body = 'garbage' WHERE {of_run} AND seq = 1", 'run-1')
 
         assert await sql_kit.store.read_messages('run-1', [0]) == {0: messages(0)[0]}
         with pytest.raises(_errors.CorruptSnapshotError) as caught:

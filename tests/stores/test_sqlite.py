@@ -78,20 +78,29 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert SCHEMA_VERSION == 12
+    assert SCHEMA_VERSION == 13
 
     def columns(table: str) -> list[tuple[object, ...]]:
         return [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, f'PRAGMA table_info({table})')]
 
-    # Every message row holds a body; inherited entries are ranges of references, a table of their own.
-    assert columns('dr_messages') == [('run_id', 'TEXT', 1), ('seq', 'INTEGER', 1), ('body', 'BLOB', 1)]
+    # Runs are numbered (version 13): a rowid table whose numbers are never reused, and a unique id.
+    assert columns('dr_runs')[:2] == [('run_no', 'INTEGER', 0), ('run_id', 'TEXT', 1)]
+    assert sql(
+        path, "SELECT sql LIKE '%run_no INTEGER PRIMARY KEY AUTOINCREMENT%' FROM sqlite_master WHERE name = 'dr_runs'"
+    ) == [(1,)]
+    assert sql(path, 'SELECT run_no, run_id FROM dr_runs') == [(1, 'run-1')]
+    # Every message row holds a body; inherited entries are ranges of references, a table of their own;
+    # both name their runs by number.
+    assert columns('dr_messages') == [('run_no', 'INTEGER', 1), ('seq', 'INTEGER', 1), ('body', 'BLOB', 1)]
     assert columns('dr_message_refs') == [
-        ('run_id', 'TEXT', 1),
+        ('run_no', 'INTEGER', 1),
         ('seq', 'INTEGER', 1),
         ('count', 'INTEGER', 1),
-        ('ref_run_id', 'TEXT', 1),
+        ('ref_run_no', 'INTEGER', 1),
         ('ref_seq', 'INTEGER', 1),
     ]
+    # Snapshot rows keep the run's id: a run row lost to damage is still named by its snapshots.
+    assert columns('dr_snapshots')[0] == ('run_id', 'TEXT', 1)
     # A rowid table (bodies stay in its pages instead of spilling to overflow pages) with a unique index.
     assert sql(path, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE name = 'dr_messages'") == [(0,)]
     assert [row[1:3] for row in sql(path, 'PRAGMA index_list(dr_messages)')] == [('dr_messages_by_seq', 1)]
@@ -109,6 +118,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
     ]
     assert [row[1:3] for row in sql(path, 'PRAGMA index_list(dr_vectors)')] == [('dr_vectors_by_run', 1)]
     assert tables == {
+        'sqlite_sequence',  # AUTOINCREMENT's: the highest run number given
         'dr_meta',
         'dr_runs',
         'dr_messages',

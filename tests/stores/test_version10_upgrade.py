@@ -16,7 +16,7 @@ import pytest
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
-from ._helpers import postgres_without_groups, registration, sqlite_times_as_text
+from ._helpers import postgres_without_groups, registration, sqlite_log_by_run_id, sqlite_times_as_text
 
 pytestmark = pytest.mark.anyio
 
@@ -69,6 +69,7 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
     with closing(sqlite3.connect(path)) as conn, conn:
         for statement in _V9_INDEXES:
             conn.execute(statement.format(**_names('')))
+        sqlite_log_by_run_id(conn)
         sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '9' WHERE key = 'schema_version'")
     store = SqliteStepStore(path)
@@ -82,13 +83,14 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
         ]
         indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'dr_runs'")
         found = dict(indexes.fetchall())
-        assert sorted(found) == ['dr_runs_by_conversation', 'dr_runs_by_parent']
+        # (and, from schema version 13, the unique index on the id of a run table numbered by rowid)
+        assert sorted(found) == ['dr_runs_by_conversation', 'dr_runs_by_parent', 'sqlite_autoindex_dr_runs_1']
         assert found['dr_runs_by_parent'].endswith('WHERE parent_run_id IS NOT NULL')
         indexes = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'dr_index_runs_by_scope'")
         assert indexes.fetchall() == [('CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',)]
         plan = conn.execute("EXPLAIN QUERY PLAN SELECT * FROM dr_runs WHERE parent_run_id = 'a'").fetchall()
         assert 'dr_runs_by_parent' in plan[0][3]  # the partial index serves the lookup
-    assert SCHEMA_VERSION == 12
+    assert SCHEMA_VERSION == 13
 
 
 @pytest.mark.postgres

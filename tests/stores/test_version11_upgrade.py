@@ -22,7 +22,14 @@ from durable_recall.index import OPEN, decode_chunk
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 
-from ._helpers import messages, postgres_without_groups, registration, save_history, sqlite_times_as_text
+from ._helpers import (
+    messages,
+    postgres_without_groups,
+    registration,
+    save_history,
+    sqlite_log_by_run_id,
+    sqlite_times_as_text,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -75,6 +82,7 @@ async def test_a_version_10_sqlite_index_is_rebuilt(tmp_path: Path) -> None:
                 'UPDATE dr_index_postings SET postings = ? WHERE scope_key = ? AND term = ? AND chunk = 0',
                 (_version_10_tail(data), scope_key, term),
             )
+        sqlite_log_by_run_id(conn)
         sqlite_times_as_text(conn)
         conn.execute("UPDATE dr_meta SET value = '10' WHERE key = 'schema_version'")
     store = SqliteStepStore(path)
@@ -86,7 +94,7 @@ async def test_a_version_10_sqlite_index_is_rebuilt(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall()
     assert version == [(str(SCHEMA_VERSION),)]
-    assert SCHEMA_VERSION == 12
+    assert SCHEMA_VERSION == 13
 
 
 @pytest.mark.postgres
@@ -136,6 +144,7 @@ async def test_sqlite_times_become_exact_microseconds_and_damaged_ones_stay_name
     finally:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn, conn:
+        sqlite_log_by_run_id(conn)
         sqlite_times_as_text(conn)
         # Damage a schema-10 file could hold: text that is no timestamp, and a number in the text column.
         conn.execute("UPDATE dr_runs SET started_at = 'yesterday' WHERE run_id = 'run-3'")

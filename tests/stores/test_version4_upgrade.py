@@ -167,8 +167,9 @@ async def test_a_version_4_sqlite_file_reads_back_the_same(tmp_path: Path) -> No
         assert conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall() == [
             (str(SCHEMA_VERSION),)
         ]
-        assert [row[1] for row in conn.execute('PRAGMA table_info(dr_messages)')] == ['run_id', 'seq', 'body']
-    assert SCHEMA_VERSION == 12
+        # The log names runs by number from schema version 13 on.
+        assert [row[1] for row in conn.execute('PRAGMA table_info(dr_messages)')] == ['run_no', 'seq', 'body']
+    assert SCHEMA_VERSION == 13
 
 
 @pytest.mark.postgres

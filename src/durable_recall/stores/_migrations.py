@@ -102,6 +102,16 @@ that (tuple header, key, B-tree entry). Nothing is rebuilt: the rows an older re
 valid (a term's own rows are looked up first), and new rare words go to groups; `durable-recall
 check --rebuild-index` repacks an upgraded index.
 
+Version 13 (SQLite only; Postgres's entry is empty) numbers the runs: `dr_runs` becomes a rowid
+table whose `run_no` (`AUTOINCREMENT`, so a deleted run's number is never given to another) is
+what the message log names its runs by, `dr_messages (run_no, seq, body)` and `dr_message_refs
+(run_no, seq, count, ref_run_no, ref_seq)`, in place of the run's id as text: on a chat app's
+workload, a run a message exchange, the ids in the log and its index took more than the bodies'
+text. The upgrade rebuilds the three tables (rows in the order they had, runs numbered in start
+order) and reads back exactly as before. A log row naming a run that has no run row cannot be
+numbered: the upgrade then fails whole, naming such rows, and the file stays at version 12.
+Snapshot rows keep the run's id, so that a run row lost to damage is still named by its snapshots.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

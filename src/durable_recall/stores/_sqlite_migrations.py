@@ -263,4 +263,47 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     (
         # Version 12 changes only Postgres (rare words' grouped tails): SQLite keeps a row per tail.
     ),
+    (
+        # Version 13: the message log names its run by an integer, the run's `run_no`, instead of
+        # its id as text (`durable_recall.stores._migrations`). Runs are numbered in start order.
+        'CREATE TABLE dr_runs_v13 ('
+        ' run_no INTEGER PRIMARY KEY AUTOINCREMENT,'
+        ' run_id TEXT NOT NULL UNIQUE,'
+        ' conversation_id TEXT,'
+        ' parent_run_id TEXT,'
+        ' agent_name TEXT,'
+        ' metadata TEXT NOT NULL,'
+        ' started_at INTEGER NOT NULL,'
+        ' token TEXT NOT NULL'
+        ')',
+        'INSERT INTO dr_runs_v13 (run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token)'
+        ' SELECT run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token FROM dr_runs'
+        ' ORDER BY started_at, run_id',
+        'DROP TABLE dr_runs',
+        'ALTER TABLE dr_runs_v13 RENAME TO dr_runs',
+        'CREATE INDEX dr_runs_by_conversation ON dr_runs (conversation_id, started_at, run_id)',
+        'CREATE INDEX dr_runs_by_parent ON dr_runs (parent_run_id, started_at, run_id) WHERE parent_run_id IS NOT NULL',
+        # A log row whose run has no run row (a hand edit, a damaged id) has no number: its NOT NULL
+        # fails the upgrade, which rolls back whole and names the rows (`SqliteConnection`).
+        'CREATE TABLE dr_messages_v13 (run_no INTEGER NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL)',
+        'INSERT INTO dr_messages_v13 (run_no, seq, body)'
+        ' SELECT (SELECT r.run_no FROM dr_runs AS r WHERE r.run_id = m.run_id), m.seq, m.body'
+        ' FROM dr_messages AS m ORDER BY m.rowid',
+        'DROP TABLE dr_messages',
+        'ALTER TABLE dr_messages_v13 RENAME TO dr_messages',
+        'CREATE UNIQUE INDEX dr_messages_by_seq ON dr_messages (run_no, seq)',
+        'CREATE TABLE dr_message_refs_v13 ('
+        ' run_no INTEGER NOT NULL,'
+        ' seq INTEGER NOT NULL,'
+        ' count INTEGER NOT NULL,'
+        ' ref_run_no INTEGER NOT NULL,'
+        ' ref_seq INTEGER NOT NULL,'
+        ' PRIMARY KEY (run_no, seq)'
+        ') WITHOUT ROWID',
+        'INSERT INTO dr_message_refs_v13 (run_no, seq, count, ref_run_no, ref_seq)'
+        ' SELECT (SELECT r.run_no FROM dr_runs AS r WHERE r.run_id = f.run_id), f.seq, f.count,'
+        ' (SELECT r.run_no FROM dr_runs AS r WHERE r.run_id = f.ref_run_id), f.ref_seq FROM dr_message_refs AS f',
+        'DROP TABLE dr_message_refs',
+        'ALTER TABLE dr_message_refs_v13 RENAME TO dr_message_refs',
+    ),
 )

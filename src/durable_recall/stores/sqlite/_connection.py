@@ -266,9 +266,12 @@ class SqliteConnection:
         with transaction(conn, 'BEGIN IMMEDIATE'):
             conn.execute(tables.meta)
             version = self._schema_version(conn)  # read again under the write lock
-            for statements in tables.migrations[version:]:
+            for target, statements in enumerate(tables.migrations[version:], start=version + 1):
                 for statement in statements:
-                    conn.execute(statement)
+                    try:
+                        conn.execute(statement)
+                    except sqlite3.IntegrityError as error:
+                        raise self._not_upgradable(version, target, error) from error
             conn.execute(
                 f"INSERT INTO {tables.meta_table} (key, value) VALUES ('schema_version', ?)"
                 ' ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -293,6 +296,18 @@ class SqliteConnection:
             ) from None
         self.tables.check_version(version, f'SQLite database {self.path!r}')
         return version
+
+    def _not_upgradable(self, version: int, target: int, error: sqlite3.Error) -> StoreConfigurationError:
+        """A migration refused a stored row (a constraint of the new tables); the whole upgrade rolls back."""
+        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
+
+        return StoreConfigurationError(
+            f'SQLite database {self.path!r} cannot be upgraded from {self.tables.version_name} {version} to '
+            f'{target}: a stored row does not fit the new tables ({error}), which happens when rows have '
+            'been damaged or edited by hand (for example a message row naming a run that has no run row). '
+            'The file is left as it was: repair or delete those rows with the release that wrote it '
+            '(`durable-recall check` names damaged rows), then open it again.'
+        )
 
     def _unusable(self, error: sqlite3.Error) -> StoreConfigurationError:
         from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)

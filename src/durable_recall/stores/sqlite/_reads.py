@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ...base import CorruptRunError, StoredBody
+from ...base import CorruptRunError, CorruptSnapshotError, StoredBody
 from .._chain import LogRange
 from .._log_refs import MAX_HOPS, BaseEntry, ResolvedRow, resolved_logs, spans
 from .._run_rows import missing_run, stored_name
@@ -41,15 +41,15 @@ RUN_COLUMNS = 'run_id, conversation_id, parent_run_id, agent_name, metadata, sta
 SNAPSHOT_COLUMNS = 'idx, step_index, state, saved_at, ranges, size'
 
 _FOLLOW = (
-    ' UNION ALL SELECT w.origin, f.ref_run_id, max(w.first, f.seq) - f.seq + f.ref_seq,'
+    ' UNION ALL SELECT w.origin, f.ref_run_no, max(w.first, f.seq) - f.seq + f.ref_seq,'
     ' min(w.stop, f.seq + f.count) - f.seq + f.ref_seq, w.shift + f.seq - f.ref_seq, w.hops + 1'
-    ' FROM want AS w JOIN dr_message_refs AS f ON f.run_id = w.run_id AND f.seq < w.stop AND f.seq + f.count > w.first'
+    ' FROM want AS w JOIN dr_message_refs AS f ON f.run_no = w.run_no AND f.seq < w.stop AND f.seq + f.count > w.first'
     f' WHERE w.hops < {MAX_HOPS})'
 )
 
 _BODIES = (
     ' SELECT w.origin, m.seq + w.shift, NULL, m.body FROM want AS w'
-    ' JOIN dr_messages AS m ON m.run_id = w.run_id AND m.seq >= w.first AND m.seq < w.stop'
+    ' JOIN dr_messages AS m ON m.run_no = w.run_no AND m.seq >= w.first AND m.seq < w.stop'
     ' UNION ALL SELECT origin, first + shift, stop + shift, NULL FROM want WHERE hops = 1'
 )
 """The bodies of the entries asked for, and which of them references cover (`ResolvedRow`s)."""
@@ -59,16 +59,18 @@ _RANGES_PER_QUERY = 300
 
 
 def _want(count: int) -> str:
-    """The recursive `want (origin, run_id, first, stop, shift, hops)` of `count` bound `(run, first, end)` ranges.
+    """The recursive `want (origin, run_no, first, stop, shift, hops)` of `count` bound `(run, first, end)` ranges.
 
-    A row asks for entries `first` up to `stop` of `run_id`, on behalf of entries `first + shift`
-    up to `stop + shift` of run `origin`: the ranges asked for, then the stretches of other runs'
-    logs that their references name, `hops` references away (at most `MAX_HOPS`).
+    A row asks for entries `first` up to `stop` of the run numbered `run_no`, on behalf of entries
+    `first + shift` up to `stop + shift` of run `origin` (an id): the ranges asked for, then the
+    stretches of other runs' logs that their references name, `hops` references away (at most
+    `MAX_HOPS`). A run id without a run row asks for nothing.
     """
     values = ', '.join(['(?, ?, ?)'] * count)
     return (
-        'WITH RECURSIVE want (origin, run_id, first, stop, shift, hops) AS ('
-        f' SELECT column1, column1, column2, column3, 0, 0 FROM (VALUES {values})' + _FOLLOW
+        'WITH RECURSIVE want (origin, run_no, first, stop, shift, hops) AS ('
+        ' SELECT v.column1, r.run_no, v.column2, v.column3, 0, 0'
+        f' FROM (VALUES {values}) AS v JOIN dr_runs AS r ON r.run_id = v.column1' + _FOLLOW
     )
 
 
@@ -190,7 +192,32 @@ def logs(conn: sqlite3.Connection, wanted: Sequence[tuple[str, int, int]]) -> di
     rows: list[ResolvedRow] = []
     for chunk in chunked(wanted, _RANGES_PER_QUERY):
         rows += conn.execute(_want(len(chunk)) + _BODIES, [value for item in chunk for value in item])
+    read = {row[0] for row in rows}
+    _check_numbered([run_id for run_id, _, _ in wanted if run_id not in read], conn)
     return resolved_logs(rows, wanted)
+
+
+def _check_numbered(run_ids: Sequence[str], conn: sqlite3.Connection) -> None:
+    """Raise for a run read nothing of whose log is found because its run row is gone, while its snapshots are not.
+
+    The log names runs by number (schema version 13), found through the run row: without it, the
+    log's rows cannot be found, and reading them as an empty log would be reading other data. A
+    run that was never stored (no snapshot either) reads as empty, as before. Looked up only for
+    runs a read found nothing of, so a read that finds its entries pays nothing.
+
+    Raises:
+        CorruptSnapshotError: A run has snapshots but no run row.
+    """
+    for chunk in chunked(sorted(set(run_ids))):
+        found = {row[0] for row in conn.execute(f'SELECT run_id FROM dr_runs WHERE run_id IN ({marks(chunk)})', chunk)}
+        lost = [run_id for run_id in chunk if run_id not in found]
+        if not lost:
+            continue
+        query = f'SELECT run_id FROM dr_snapshots WHERE run_id IN ({marks(lost)}) ORDER BY run_id LIMIT 1'
+        for (run_id,) in conn.execute(query, lost):
+            raise CorruptSnapshotError(
+                run_id, -1, 'its run row is missing (or its id is stored as another type), so its log cannot be read'
+            )
 
 
 def log_numbers(conn: sqlite3.Connection, run_id: str, seqs: Sequence[int]) -> dict[int, StoredBody | None]:
@@ -217,8 +244,9 @@ def owned_entries(
     gone is left out.
     """
     select = (
-        ' SELECT m.seq + w.shift, w.run_id, m.seq, w.hops, {} FROM want AS w'
-        ' JOIN dr_messages AS m ON m.run_id = w.run_id AND m.seq >= w.first AND m.seq < w.stop'
+        ' SELECT m.seq + w.shift, r.run_id, m.seq, w.hops, {} FROM want AS w'
+        ' JOIN dr_messages AS m ON m.run_no = w.run_no AND m.seq >= w.first AND m.seq < w.stop'
+        ' JOIN dr_runs AS r ON r.run_no = w.run_no'
     ).format('m.body' if bodies else 'NULL')
     entries: dict[int, BaseEntry] = {}
     for chunk in chunked(ranges, _RANGES_PER_QUERY):
@@ -228,10 +256,16 @@ def owned_entries(
     return entries
 
 
-_DECLARED: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+_RUN_OF_NUMBER = (
+    "COALESCE((SELECT r.run_id FROM dr_runs AS r WHERE r.run_no = t.run_no), 'run number ' || quote(t.run_no))"
+)
+"""A log row's run, named by its id, or by the number it holds when no run has that number (a damaged one)."""
+
+_DECLARED: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
     (
         'dr_runs',
         'the run row',
+        't.run_id',
         (
             ('run_id', "'text'"),
             ('conversation_id', "'text', 'null'"),
@@ -245,6 +279,7 @@ _DECLARED: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     (
         'dr_snapshots',
         'snapshot row',
+        't.run_id',
         (
             ('run_id', "'text'"),
             ('idx', "'integer'"),
@@ -255,20 +290,28 @@ _DECLARED: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
             ('size', "'integer'"),
         ),
     ),
-    ('dr_messages', 'log entry', (('run_id', "'text'"), ('seq', "'integer'"), ('body', "'text', 'blob'"))),
+    (
+        'dr_messages',
+        'log entry',
+        _RUN_OF_NUMBER,
+        (('run_no', "'integer'"), ('seq', "'integer'"), ('body', "'text', 'blob'")),
+    ),
     (
         'dr_message_refs',
         'inherited range at',
+        _RUN_OF_NUMBER,
         (
-            ('run_id', "'text'"),
+            ('run_no', "'integer'"),
             ('seq', "'integer'"),
             ('count', "'integer'"),
-            ('ref_run_id', "'text'"),
+            ('ref_run_no', "'integer'"),
             ('ref_seq', "'integer'"),
         ),
     ),
 )
-"""Per table: what its rows are, and the storage classes (`typeof`) each column may hold."""
+"""Per table: what its rows are, how a row's run is named, and the storage classes (`typeof`) each column may hold.
+
+A run's row is numbered by SQLite (`run_no`, its rowid): only the columns a write binds can be mistyped."""
 
 
 def mistyped_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -283,10 +326,10 @@ def mistyped_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     mistyped, by `stored_name`.
     """
     found: list[tuple[str, str]] = []
-    for table, what, columns in _DECLARED:
-        kinds = ', '.join(f'typeof({column})' for column, _ in columns)
-        wrong = ' OR '.join(f'typeof({column}) NOT IN ({allowed})' for column, allowed in columns)
-        query = f'SELECT run_id, {columns[1][0]}, {kinds} FROM {table} WHERE {wrong}'
+    for table, what, run, columns in _DECLARED:
+        kinds = ', '.join(f'typeof(t.{column})' for column, _ in columns)
+        wrong = ' OR '.join(f'typeof(t.{column}) NOT IN ({allowed})' for column, allowed in columns)
+        query = f'SELECT {run}, t.{columns[1][0]}, {kinds} FROM {table} AS t WHERE {wrong}'
         for run_id, number, *stored in conn.execute(query):
             bad = [
                 f'{column} is stored as {kind}'

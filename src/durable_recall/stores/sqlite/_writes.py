@@ -23,6 +23,9 @@ from ._vectors import forget_vectors
 
 __all__ = ('delete_conversation', 'register_run', 'write_batch')
 
+_RUN_NO = '(SELECT run_no FROM dr_runs WHERE run_id = ?)'
+"""A run's number, by its id."""
+
 
 def register_run(conn: sqlite3.Connection, registration: RunRegistration) -> RunRecord:
     """Insert the run, or return the stored record of the same agent run.
@@ -64,11 +67,12 @@ def _register(conn: sqlite3.Connection, registration: RunRegistration) -> RunRec
 def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
     """Delete a conversation's runs, their snapshots, log and index; the number of runs deleted."""
     runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
+    numbers = 'SELECT run_no FROM dr_runs WHERE conversation_id = ?'
     with transaction(conn, 'BEGIN IMMEDIATE'):
         forget_conversation(conn, conversation_id)
         forget_vectors(conn, conversation_id)
-        conn.execute(f'DELETE FROM dr_messages WHERE run_id IN ({runs})', (conversation_id,))
-        conn.execute(f'DELETE FROM dr_message_refs WHERE run_id IN ({runs})', (conversation_id,))
+        conn.execute(f'DELETE FROM dr_messages WHERE run_no IN ({numbers})', (conversation_id,))
+        conn.execute(f'DELETE FROM dr_message_refs WHERE run_no IN ({numbers})', (conversation_id,))
         conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))
         return conn.execute('DELETE FROM dr_runs WHERE conversation_id = ?', (conversation_id,)).rowcount
 
@@ -120,12 +124,13 @@ def _tip(conn: sqlite3.Connection, run_id: str) -> RunTip:
     """
     # The log's next number follows its last entry: a row of its own, or the end of a reference range.
     found = conn.execute(
-        'SELECT conversation_id,'
+        'SELECT r.conversation_id,'
         ' (SELECT COALESCE(MAX(idx) + 1, 0) FROM dr_snapshots WHERE run_id = ?1),'
         ' (SELECT ranges FROM dr_snapshots WHERE run_id = ?1 ORDER BY idx DESC LIMIT 1),'
-        ' max((SELECT COALESCE(MAX(seq) + 1, 0) FROM dr_messages WHERE run_id = ?1),'
-        ' COALESCE((SELECT seq + count FROM dr_message_refs WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), 0))'
-        ' FROM dr_runs WHERE run_id = ?1',
+        ' max((SELECT COALESCE(MAX(m.seq) + 1, 0) FROM dr_messages AS m WHERE m.run_no = r.run_no),'
+        ' COALESCE((SELECT f.seq + f.count FROM dr_message_refs AS f WHERE f.run_no = r.run_no'
+        ' ORDER BY f.seq DESC LIMIT 1), 0))'
+        ' FROM dr_runs AS r WHERE r.run_id = ?1',
         (run_id,),
     ).fetchone()
     if found is None:
@@ -135,12 +140,14 @@ def _tip(conn: sqlite3.Connection, run_id: str) -> RunTip:
 
 def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
     rows, refs, snapshots = batch.take()
+    # The log names runs by number (schema version 13), looked up by id here: every run a batch
+    # writes to or refers to is registered (its tip, or the base it was read from).
     conn.executemany(
-        'INSERT INTO dr_messages (run_id, seq, body) VALUES (?, ?, ?)',
+        f'INSERT INTO dr_messages (run_no, seq, body) VALUES ({_RUN_NO}, ?, ?)',
         [(row.run_id, row.seq, row.body) for row in rows],
     )
     conn.executemany(
-        'INSERT INTO dr_message_refs (run_id, seq, count, ref_run_id, ref_seq) VALUES (?, ?, ?, ?, ?)',
+        f'INSERT INTO dr_message_refs (run_no, seq, count, ref_run_no, ref_seq) VALUES ({_RUN_NO}, ?, ?, {_RUN_NO}, ?)',
         [(ref.run_id, ref.seq, ref.count, ref.ref_run_id, ref.ref_seq) for ref in refs],
     )
     conn.executemany(
