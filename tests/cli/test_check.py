@@ -136,6 +136,22 @@ def test_a_deleted_message_row_is_named(capsys: pytest.CaptureFixture[str], targ
     assert named and all('message 1 of the run log is missing' in p['what'] for p in named)
 
 
+def test_log_rows_of_a_lost_run_row_are_named_by_number(capsys: pytest.CaptureFixture[str], target: Target) -> None:
+    if target.of_run == 'run_id = %s':
+        pytest.skip("Postgres's log names runs by id, with the run row's key: no number to lose")
+    run_id = _first_run(target)
+    [(run_no,)] = target.execute('SELECT run_no FROM dr_runs WHERE run_id = %s', (run_id,))
+    # A run row lost to damage; its snapshots and log rows stay (the index is left out of this).
+    target.execute('DELETE FROM dr_runs WHERE run_id = %s', (run_id,))
+    target.execute('DELETE FROM dr_index_runs WHERE run_id = %s', (run_id,))
+
+    status, report = check(capsys, target)
+
+    assert status == 1
+    named = [p['what'] for p in report['problems'] if p['run_id'] == f'run number {run_no}']
+    assert any(what.endswith(f'log entries of run number {run_no}, which no run row has') for what in named)
+
+
 def _tamper_lengths(target: Target, run_id: str) -> None:
     table = target.table('dr_index_runs')
     [(lengths,)] = target.execute(f'SELECT lengths FROM {table} WHERE run_id = %s', (run_id,))

@@ -98,10 +98,13 @@ async def _check_types(store: StepStore, report: Report) -> None:
     Postgres refuses such values at write; SQLite keeps them, and a mistyped key drops its row
     out of the reads that look it up by key. Reads name most of them, but not a run row listed
     under a conversation id stored as a BLOB, so this scans (see `SqliteStepStore.mistyped_rows`).
+    It also names log rows whose run number no run row has (`SqliteStepStore.unowned_log_rows`).
     """
     if isinstance(store, SqliteStepStore):
         for run_id, what in await store.mistyped_rows():
             report.add(run_id, None, what)
+        for run, what in await store.unowned_log_rows():
+            report.add(run, None, what)
 
 
 async def _records(store: StepStore, report: Report) -> list[RunRecord]:

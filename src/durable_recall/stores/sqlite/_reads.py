@@ -30,6 +30,7 @@ __all__ = (
     'log_span_entries',
     'logs',
     'mistyped_rows',
+    'unowned_log_rows',
     'owned_entries',
     'run_rows',
     'runs_listed',
@@ -338,4 +339,32 @@ def mistyped_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
             ]
             where = '' if table == 'dr_runs' else f' {stored_name(number)}'
             found.append((stored_name(run_id), f'{what}{where}: {", ".join(bad)}'))
+    return found
+
+
+_UNOWNED = (
+    ('dr_messages', 'run_no', '{count} log entries of run number {run_no}, which no run row has'),
+    ('dr_message_refs', 'run_no', '{count} inherited ranges of run number {run_no}, which no run row has'),
+    ('dr_message_refs', 'ref_run_no', '{count} inherited ranges name run number {run_no}, which no run row has'),
+)
+"""Per scan: the table, the column naming a run by number, and how what it finds is worded."""
+
+
+def unowned_log_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Message-log rows naming a run number no run row has: `(run, what)`, the run named by its number.
+
+    The log names runs by number (schema version 13), and deleting a conversation deletes its
+    runs' log rows with them, so such a row is a run row lost to damage or a hand edit (or a
+    damaged number). Reads of the run's log name it when its snapshots remain; a scan finds the
+    rest, so `durable-recall check` runs this (never on a read path). Mistyped numbers are left to
+    `mistyped_rows`.
+    """
+    found: list[tuple[str, str]] = []
+    for table, column, wording in _UNOWNED:
+        query = (
+            f"SELECT {column}, COUNT(*) FROM {table} WHERE typeof({column}) = 'integer'"
+            f' AND {column} NOT IN (SELECT run_no FROM dr_runs) GROUP BY {column}'
+        )
+        for run_no, count in conn.execute(query):
+            found.append((f'run number {run_no}', wording.format(count=count, run_no=run_no)))
     return found

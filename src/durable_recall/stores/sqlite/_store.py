@@ -250,6 +250,14 @@ class SqliteStepStore:
         """
         return await self._db.call(_reads.mistyped_rows)
 
+    async def unowned_log_rows(self) -> list[tuple[str, str]]:
+        """Message-log rows naming a run number that no run row has, as `(run, what)`: a full scan.
+
+        The log names its runs by number; a run row lost to damage leaves its log rows naming a
+        number nothing has, which `durable-recall check` reports (see `_reads.unowned_log_rows`).
+        """
+        return await self._db.call(_reads.unowned_log_rows)
+
     def index_storage(self) -> SqliteIndex:
         return self._index
 
