@@ -92,12 +92,19 @@ def run_rows(conn: sqlite3.Connection, run_ids: Sequence[str]) -> list[Any]:
         for chunk in chunked(wanted):
             rows += conn.execute(f'SELECT {RUN_COLUMNS} FROM dr_runs WHERE run_id IN ({marks(chunk)})', chunk)
         found = {row[0] for row in rows}
-        absent = [run_id for run_id in wanted if run_id not in found]
-        for chunk in chunked(absent):
-            query = f'SELECT run_id FROM dr_snapshots WHERE run_id IN ({marks(chunk)}) AND idx = 0'
-            for (run_id,) in conn.execute(query, chunk):
-                raise missing_run(run_id)
+        lost = _with_snapshots(conn, [run_id for run_id in wanted if run_id not in found])
+        if lost is not None:
+            raise missing_run(lost)
     return rows
+
+
+def _with_snapshots(conn: sqlite3.Connection, run_ids: Sequence[str]) -> str | None:
+    """The first of these runs (ids without a run row) that has a snapshot: a run row lost, not a run never stored."""
+    for chunk in chunked(run_ids):
+        query = f'SELECT run_id FROM dr_snapshots WHERE run_id IN ({marks(chunk)}) ORDER BY run_id LIMIT 1'
+        for (run_id,) in conn.execute(query, chunk):
+            return run_id
+    return None
 
 
 def conversations(conn: sqlite3.Connection) -> list[str]:
@@ -209,16 +216,15 @@ def _check_numbered(run_ids: Sequence[str], conn: sqlite3.Connection) -> None:
     Raises:
         CorruptSnapshotError: A run has snapshots but no run row.
     """
+    absent: list[str] = []
     for chunk in chunked(sorted(set(run_ids))):
         found = {row[0] for row in conn.execute(f'SELECT run_id FROM dr_runs WHERE run_id IN ({marks(chunk)})', chunk)}
-        lost = [run_id for run_id in chunk if run_id not in found]
-        if not lost:
-            continue
-        query = f'SELECT run_id FROM dr_snapshots WHERE run_id IN ({marks(lost)}) ORDER BY run_id LIMIT 1'
-        for (run_id,) in conn.execute(query, lost):
-            raise CorruptSnapshotError(
-                run_id, -1, 'its run row is missing (or its id is stored as another type), so its log cannot be read'
-            )
+        absent += [run_id for run_id in chunk if run_id not in found]
+    lost = _with_snapshots(conn, absent)
+    if lost is not None:
+        raise CorruptSnapshotError(
+            lost, -1, 'its run row is missing (or its id is stored as another type), so its log cannot be read'
+        )
 
 
 def log_numbers(conn: sqlite3.Connection, run_id: str, seqs: Sequence[int]) -> dict[int, StoredBody | None]:
