@@ -8,7 +8,10 @@ per-run fold state larger than the text it folds, shows as such.
 
 On SQLite the bytes are pages from `dbstat`, read after a WAL checkpoint so the file holds
 everything; pages of no table are free pages. On Postgres they are `pg_relation_size` of the
-heap, the TOAST table and each index, after a `VACUUM ANALYZE`. Column payloads are
+heap, its free-space and visibility maps (forks of the heap, about four pages a table once a
+vacuum has run), the TOAST table and each index, after a `VACUUM ANALYZE`. `floors` names
+what a store pays however its text is stored: the rows every run has, and Postgres's maps.
+Column payloads are
 `length(CAST(value AS BLOB))` of text and blob values on SQLite (integers take one to eight
 bytes and are left out) and `pg_column_size` on Postgres.
 """
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
     from psycopg import sql
 
 __all__ = (
+    'MAPS',
+    'PER_RUN_TABLES',
     'Breakdown',
     'Part',
     'TableBytes',
@@ -33,10 +38,17 @@ __all__ = (
     'render',
     'size',
     'sqlite_breakdown',
+    'floors',
     'where_bytes_go',
 )
 
 _PREFIX = 'dr_'
+
+MAPS = '(free-space and visibility maps)'
+"""The part naming a Postgres heap's free-space and visibility map forks."""
+
+PER_RUN_TABLES = ('dr_runs', 'dr_snapshots', 'dr_index_runs')
+"""Tables that hold a row (or two) for every run, whatever the run holds: a floor under a store of short runs."""
 
 
 @dataclass(frozen=True)
@@ -128,16 +140,20 @@ def postgres_breakdown(url: str, schema: str) -> Breakdown:
         conn.execute('VACUUM ANALYZE')
         rows = conn.execute(
             'SELECT c.oid, c.relname, pg_total_relation_size(c.oid), pg_table_size(c.oid),'
-            ' COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0)'
+            ' COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0), pg_relation_size(c.oid)'
             ' FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace'
             " WHERE n.nspname = %s AND c.relkind = 'r' AND left(c.relname, 3) = %s",
             (schema, _PREFIX),
         ).fetchall()
-        for oid, name, total, table_size, toast in rows:
+        for oid, name, total, table_size, toast, heap in rows:
             qualified = sql.Identifier(schema, str(name))
             count = conn.execute(sql.SQL('SELECT COUNT(*) FROM {}').format(qualified)).fetchone()
             entry = TableBytes(str(name), int(total), int(count[0]) if count else 0)
-            entry.parts.append(Part('(heap)', int(table_size) - int(toast)))
+            entry.parts.append(Part('(heap)', int(heap)))
+            # The heap's other forks: the free-space map (three pages once a VACUUM has made one) and
+            # the visibility map, a fixed cost of every table that has rows.
+            if int(table_size) - int(toast) - int(heap):
+                entry.parts.append(Part(MAPS, int(table_size) - int(toast) - int(heap)))
             if toast:
                 entry.parts.append(Part('(TOAST)', int(toast)))
             indexes = conn.execute(
@@ -233,4 +249,31 @@ def where_bytes_go(breakdown: Breakdown, *, raw_bytes: int, runs: int, messages:
             top = table.columns[0]
             detail += f'; {top.name} {size(top.bytes)} in {top.values:,} values'
         shares.append(f'{table.table} {table.bytes / max(breakdown.total, 1):.0%} ({detail})')
-    return text + '; ' + ', '.join(shares)
+    text += '; ' + ', '.join(shares)
+    return text + '; ' + '; '.join(floors(breakdown, raw_bytes=raw_bytes, runs=runs))
+
+
+def floors(breakdown: Breakdown, *, raw_bytes: int, runs: int) -> list[str]:
+    """What the store pays however its text is stored, each against the text: per-run rows, Postgres's maps.
+
+    Measured on the breakdown: the tables with a row per run (`PER_RUN_TABLES`, with their indexes),
+    the message bodies (`dr_messages`, with its index), and on Postgres the free-space and
+    visibility maps of every table.
+    """
+    raw = max(raw_bytes, 1)
+    by_name = {table.table: table for table in breakdown.tables}
+    out: list[str] = []
+    per_run = sum(by_name[name].bytes for name in PER_RUN_TABLES if name in by_name)
+    if per_run:
+        out.append(
+            f'the rows every run has whatever it holds ({", ".join(n for n in PER_RUN_TABLES if n in by_name)},'
+            f' with their indexes) take {size(per_run / max(runs, 1))} a run, {per_run / raw:.2f}x the text by'
+            ' themselves'
+        )
+    bodies = by_name.get('dr_messages')
+    if bodies is not None:
+        out.append(f'the message bodies, each compressed alone, {bodies.bytes / raw:.2f}x')
+    maps = sum(part.bytes for table in breakdown.tables for part in table.parts if part.name == MAPS)
+    if maps:
+        out.append(f"Postgres's free-space and visibility maps {size(maps)}, {maps / raw:.2f}x")
+    return out

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks._breakdown import Breakdown, postgres_breakdown, sqlite_breakdown, where_bytes_go
 from benchmarks._cli_start import CliStart, measure_cli_start
 from benchmarks._measure import (
     Side,
@@ -150,6 +151,7 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
         schema = f'bench_{plan.name}_{os.getpid()}'
         specs.append(StoreSpec('postgres', args.postgres, schema))
     sides: list[Side] = []
+    breakdowns: list[Breakdown] = []
     truth: list[Any] = []
     oracle: Oracle | None = None
     cli: CliStart | None = None
@@ -174,6 +176,11 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             side.storage = (
                 sqlite_size(spec.target) if spec.kind == 'sqlite' else postgres_size(spec.target, spec.schema or '')
             )
+            breakdowns.append(
+                sqlite_breakdown(spec.target)
+                if spec.kind == 'sqlite'
+                else postgres_breakdown(spec.target, spec.schema or '')
+            )
             if spec.kind == 'sqlite':
                 log('timing the CLI start on the SQLite store')
                 cli = measure_cli_start(spec.target, samples=plan.cli_samples)
@@ -189,6 +196,7 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             sides.append(side)
 
         conversations = 1 + len(others) * (1 + plan.copies)
+        store_runs = len(target.runs) + sum(len(other.runs) for other in others) * (1 + plan.copies)
         headline = (
             f'durable-recall benchmark, workload long-runs, size {plan.name}: searching a '
             f'{target.message_count:,}-message conversation ({sides[0].snapshots:,} snapshots, window {WINDOW}) in a '
@@ -206,8 +214,12 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             conversations=conversations,
             speed_vs_reference=plan.target < 100_000,
             storage_targets=STORAGE_TARGETS,
-            runs=len(target.runs),
+            runs=store_runs,
             cli=cli,
+            breakdowns=breakdowns,
+            reasons=_storage_reason(
+                breakdowns, raw_bytes=raw_target + raw_other, runs=store_runs, messages=store_messages
+            ),
             setup=setup,
         )
         if plan.reference:
@@ -246,6 +258,15 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
         elif schema is not None:
             log(f'kept Postgres schema {schema!r}')
     return report
+
+
+def _storage_reason(breakdowns: list[Breakdown], *, raw_bytes: int, runs: int, messages: int) -> dict[str, str]:
+    """The storage target's reason, measured on this run's stores (`where_bytes_go` of each)."""
+    measured = '; '.join(
+        f'{breakdown.backend}: ' + where_bytes_go(breakdown, raw_bytes=raw_bytes, runs=runs, messages=messages)
+        for breakdown in breakdowns
+    )
+    return {'storage / raw message text': measured} if measured else {}
 
 
 def _curve_plan(plan: Plan) -> Plan:

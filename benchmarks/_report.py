@@ -318,17 +318,21 @@ MISSED_BECAUSE = {
     "a short message, so its bound is within 1 to 4% of the word's, and the rare words' candidates spread over "
     'most chunks; it inflated 16% fewer chunks and searched 1.45x slower. Then the answer reads back, inflates '
     'and renders the windows it shows (35 to 40 messages, 15 to 30 us each from their stored JSON)',
-    'search p50, cold process': 'besides the postings, the first search of a process reads back, decodes and renders '
-    'the messages its answer shows (~35 messages at 15 to 30 us each from their stored JSON, more on a first call; '
-    'each body inflated with a preset dictionary; the windows after each batch are read with it), prepares each '
-    "statement the first time and, when a window leaves its hit's run, reads the conversation's spans once (a "
-    'packed value or narrow rows, not an object per run); on Postgres it connects (one connection, which checks '
-    'the schema and then serves the pool: 4 to 6 ms here), and every read is a round trip (~1 ms, 2 to 4 ms for '
-    "a fresh server backend's first read of each table)",
+    'search p50, cold process': 'a first search costs what its answer shows: at 1,014 messages a query with one match '
+    'took 2.5 to 3 ms and one with three or four 6 to 10 ms (measured 2026-12-05 over the 24 queries, each first in '
+    'its process), since each block shows its hit with five messages either side, read back, inflated (with a '
+    'preset dictionary), parsed and rendered from their stored JSON at about 40 us each (inflate 10, parse and '
+    'prepare 16, render 5, read 7, more on a first call); besides, the postings of its words are read and decoded, '
+    "each statement is prepared the first time, and when a window leaves its hit's run the conversation's spans "
+    'are read once; on Postgres it connects (one connection, which checks the schema and then serves the pool: 4 '
+    "to 6 ms here), and every read is a round trip (~1 ms, 2 to 4 ms for a fresh server backend's first read of "
+    'each table)',
     'ingest': "catching a run up reads its listing with a batch of other runs' (one read), folds each of its step "
     'snapshots (a compaction window each; an inherited window is decoded and hashed once per catch-up, not per '
     "run), then hashes (pydantic-ai's dump, canonical JSON, SHA-256) and tokenizes each new message into postings, "
-    'in Python: ~0.5 ms a message; the store alone writes 3,000 to 6,000 messages/s, each snapshot a durable commit',
+    'in Python: ~0.5 ms a message; the figures in parentheses are the two halves measured apart (the store alone, '
+    'each snapshot a durable commit, and the catch-up), and where the store alone is under 5,000 a second the '
+    'target needs a different write path as well as a faster catch-up',
     'storage / raw message text': 'postings share rows (an open tail of varint records and packed chunks per word '
     'and conversation); on SQLite each rare word (an id, a number, a path) still takes a row of its own, ~20 '
     'bytes of key and cell overhead for a posting or two of ~5 bytes (on Postgres rare words share group rows, '

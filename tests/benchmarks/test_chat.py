@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks._breakdown import postgres_breakdown, sqlite_breakdown
+from benchmarks._breakdown import MAPS, PER_RUN_TABLES, postgres_breakdown, size, sqlite_breakdown, where_bytes_go
 from benchmarks._chat import CHAT_WINDOW, generate_chat
 from benchmarks._cli_start import CliStart, CliTiming, _import_tree
+from benchmarks._script import raw_text_bytes
 from benchmarks.histories import replay_with_agent, write_conversation
 
 from durable_recall import SqliteStepStore, update_index
@@ -84,6 +85,18 @@ async def test_the_breakdown_accounts_for_every_table_and_index(sql_kit: StoreKi
         assert all(column.bytes > 0 and column.values <= table.rows for column in table.columns)
     assert 0 <= breakdown.unaccounted < breakdown.total
     assert len(tables['dr_runs'].parts) >= 2, "the runs table's indexes are listed under it"
+    # The reason printed for a missed storage target names the floors, measured on this breakdown.
+    raw = raw_text_bytes(chat)
+    reason = where_bytes_go(breakdown, raw_bytes=raw, runs=len(chat.runs), messages=chat.message_count)
+    per_run = sum(tables[name].bytes for name in PER_RUN_TABLES)
+    assert f'take {size(per_run / len(chat.runs))} a run, {per_run / raw:.2f}x the text' in reason
+    assert f'the message bodies, each compressed alone, {tables["dr_messages"].bytes / raw:.2f}x' in reason
+    maps = sum(part.bytes for table in breakdown.tables for part in table.parts if part.name == MAPS)
+    if sql_kit.postgres_url is None:
+        assert maps == 0 and 'visibility maps' not in reason
+    else:
+        assert maps > 0, 'a vacuumed heap has a free-space and a visibility map'
+        assert f"Postgres's free-space and visibility maps {size(maps)}" in reason
 
 
 IMPORTTIME = """\
