@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks._breakdown import Breakdown, postgres_breakdown, sqlite_breakdown, where_bytes_go
+from benchmarks._breakdown import Breakdown, postgres_breakdown, postgres_compacted, sqlite_breakdown, where_bytes_go
 from benchmarks._cli_start import CliStart, measure_cli_start
 from benchmarks._measure import (
     Side,
@@ -194,6 +194,7 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             finally:
                 await store.aclose()
             sides.append(side)
+        compacted = _compacted(args.postgres, schema)
 
         conversations = 1 + len(others) * (1 + plan.copies)
         store_runs = len(target.runs) + sum(len(other.runs) for other in others) * (1 + plan.copies)
@@ -218,7 +219,11 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             cli=cli,
             breakdowns=breakdowns,
             reasons=_storage_reason(
-                breakdowns, raw_bytes=raw_target + raw_other, runs=store_runs, messages=store_messages
+                breakdowns,
+                raw_bytes=raw_target + raw_other,
+                runs=store_runs,
+                messages=store_messages,
+                compacted=compacted,
             ),
             setup=setup,
         )
@@ -260,10 +265,30 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
     return report
 
 
-def _storage_reason(breakdowns: list[Breakdown], *, raw_bytes: int, runs: int, messages: int) -> dict[str, str]:
-    """The storage target's reason, measured on this run's stores (`where_bytes_go` of each)."""
+def _compacted(url: str | None, schema: str | None) -> int | None:
+    """The Postgres store's size after a `VACUUM FULL` (`None` without one); after everything else is measured."""
+    if url is None or schema is None:
+        return None
+    log('compacting the Postgres store (VACUUM FULL) to tell dead row versions from live ones')
+    return postgres_compacted(url, schema)
+
+
+def _storage_reason(
+    breakdowns: list[Breakdown], *, raw_bytes: int, runs: int, messages: int, compacted: int | None
+) -> dict[str, str]:
+    """The storage target's reason, measured on this run's stores (`where_bytes_go` of each).
+
+    `compacted`: the Postgres store's size after a `VACUUM FULL`, when it was measured.
+    """
     measured = '; '.join(
-        f'{breakdown.backend}: ' + where_bytes_go(breakdown, raw_bytes=raw_bytes, runs=runs, messages=messages)
+        f'{breakdown.backend}: '
+        + where_bytes_go(
+            breakdown,
+            raw_bytes=raw_bytes,
+            runs=runs,
+            messages=messages,
+            compacted=compacted if breakdown.backend == 'Postgres' else None,
+        )
         for breakdown in breakdowns
     )
     return {'storage / raw message text': measured} if measured else {}

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks._breakdown import MAPS, PER_RUN_TABLES, postgres_breakdown, size, sqlite_breakdown, where_bytes_go
+from benchmarks._breakdown import (
+    MAPS,
+    PER_RUN_TABLES,
+    postgres_breakdown,
+    postgres_compacted,
+    size,
+    sqlite_breakdown,
+    where_bytes_go,
+)
 from benchmarks._chat import CHAT_WINDOW, generate_chat
 from benchmarks._cli_start import CliStart, CliTiming, _import_tree
 from benchmarks._script import raw_text_bytes
@@ -97,6 +105,13 @@ async def test_the_breakdown_accounts_for_every_table_and_index(sql_kit: StoreKi
     else:
         assert maps > 0, 'a vacuumed heap has a free-space and a visibility map'
         assert f"Postgres's free-space and visibility maps {size(maps)}" in reason
+        assert sql_kit.postgres_url is not None and sql_kit.postgres_schema is not None
+        compacted = postgres_compacted(sql_kit.postgres_url, sql_kit.postgres_schema)
+        assert 0 < compacted <= breakdown.total
+        told = where_bytes_go(
+            breakdown, raw_bytes=raw, runs=len(chat.runs), messages=chat.message_count, compacted=compacted - 1
+        )
+        assert f'after a VACUUM FULL the store is {size(compacted - 1)}' in told
 
 
 IMPORTTIME = """\
