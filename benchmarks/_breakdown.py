@@ -39,11 +39,18 @@ __all__ = (
     'render',
     'size',
     'sqlite_breakdown',
+    'storage_reason',
     'floors',
     'where_bytes_go',
 )
 
 _PREFIX = 'dr_'
+
+_OURS = (
+    ' FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace'
+    " WHERE n.nspname = %s AND c.relkind = 'r' AND left(c.relname, 3) = %s"
+)
+"""The `FROM` and `WHERE` of a query over our tables in a schema (parameters: the schema, `_PREFIX`)."""
 
 MAPS = '(free-space and visibility maps)'
 """The part naming a Postgres heap's free-space and visibility map forks."""
@@ -141,9 +148,7 @@ def postgres_breakdown(url: str, schema: str) -> Breakdown:
         conn.execute('VACUUM ANALYZE')
         rows = conn.execute(
             'SELECT c.oid, c.relname, pg_total_relation_size(c.oid), pg_table_size(c.oid),'
-            ' COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0), pg_relation_size(c.oid)'
-            ' FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace'
-            " WHERE n.nspname = %s AND c.relkind = 'r' AND left(c.relname, 3) = %s",
+            ' COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0), pg_relation_size(c.oid)' + _OURS,
             (schema, _PREFIX),
         ).fetchall()
         for oid, name, total, table_size, toast, heap in rows:
@@ -153,8 +158,9 @@ def postgres_breakdown(url: str, schema: str) -> Breakdown:
             entry.parts.append(Part('(heap)', int(heap)))
             # The heap's other forks: the free-space map (three pages once a VACUUM has made one) and
             # the visibility map, a fixed cost of every table that has rows.
-            if int(table_size) - int(toast) - int(heap):
-                entry.parts.append(Part(MAPS, int(table_size) - int(toast) - int(heap)))
+            maps = int(table_size) - int(toast) - int(heap)
+            if maps:
+                entry.parts.append(Part(MAPS, maps))
             if toast:
                 entry.parts.append(Part('(TOAST)', int(toast)))
             indexes = conn.execute(
@@ -190,22 +196,13 @@ def postgres_compacted(url: str, schema: str) -> int:
     from psycopg import sql
 
     with psycopg.connect(url, autocommit=True) as conn:
-        names = [
-            str(name)
-            for (name,) in conn.execute(
-                'SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace'
-                " WHERE n.nspname = %s AND c.relkind = 'r' AND left(c.relname, 3) = %s",
-                (schema, _PREFIX),
-            )
-        ]
-        total = 0
+        names = [str(name) for (name,) in conn.execute('SELECT c.relname' + _OURS, (schema, _PREFIX))]
         for name in names:
             qualified = sql.Identifier(schema, name)
             conn.execute(sql.SQL('VACUUM (FULL, ANALYZE) {}').format(qualified))
             conn.execute(sql.SQL('VACUUM {}').format(qualified))  # the maps a plain vacuum keeps, as the breakdown has
-            row = conn.execute('SELECT pg_total_relation_size(%s::regclass)', (f'{schema}.{name}',)).fetchone()
-            total += int(row[0]) if row else 0
-    return total
+        sizes = conn.execute('SELECT pg_total_relation_size(c.oid)' + _OURS, (schema, _PREFIX)).fetchall()
+        return sum(int(used) for (used,) in sizes)
 
 
 def _postgres_columns(conn: psycopg.Connection[Any], table: sql.Composable, names: list[str]) -> list[Part]:
@@ -285,15 +282,34 @@ def where_bytes_go(
             top = table.columns[0]
             detail += f'; {top.name} {size(top.bytes)} in {top.values:,} values'
         shares.append(f'{table.table} {table.bytes / max(breakdown.total, 1):.0%} ({detail})')
-    text += '; ' + ', '.join(shares)
-    out = text + '; ' + '; '.join(floors(breakdown, raw_bytes=raw_bytes, runs=runs))
+    text += '; ' + ', '.join(shares) + '; ' + '; '.join(floors(breakdown, raw_bytes=raw_bytes, runs=runs))
     if compacted is not None and compacted < breakdown.total:
-        out += (
+        text += (
             f'; after a VACUUM FULL the store is {size(compacted)} ({compacted / max(raw_bytes, 1):.2f}x): '
             f'{size(breakdown.total - compacted)} is space of row versions that updates left dead (open tails and '
             'groups rewritten as words join them), which vacuum makes reusable but does not give back'
         )
-    return out
+    return text
+
+
+def storage_reason(
+    breakdowns: list[Breakdown], *, raw_bytes: int, runs: int, messages: int, compacted: int | None = None
+) -> str:
+    """The storage target's reason, measured on a run's stores: `where_bytes_go` of each, by backend.
+
+    `compacted`: the Postgres store's size after a `VACUUM FULL`, when it was measured.
+    """
+    return '; '.join(
+        f'{breakdown.backend}: '
+        + where_bytes_go(
+            breakdown,
+            raw_bytes=raw_bytes,
+            runs=runs,
+            messages=messages,
+            compacted=compacted if breakdown.backend == 'Postgres' else None,
+        )
+        for breakdown in breakdowns
+    )
 
 
 def floors(breakdown: Breakdown, *, raw_bytes: int, runs: int) -> list[str]:

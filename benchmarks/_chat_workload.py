@@ -28,11 +28,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._breakdown import Breakdown, postgres_breakdown, postgres_compacted, sqlite_breakdown, where_bytes_go
+from benchmarks._breakdown import Breakdown, postgres_breakdown, sqlite_breakdown, storage_reason
 from benchmarks._chat import CHAT_WINDOW, TOOL_SHARE, generate_chat
 from benchmarks._cli_start import CliStart, measure_cli_start
 from benchmarks._measure import (
     Side,
+    compacted_size,
     count_snapshots,
     drop_schema,
     ingest_note,
@@ -130,8 +131,7 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             finally:
                 await store.aclose()
             sides.append(side)
-        log('compacting the Postgres store (VACUUM FULL) to tell dead row versions from live ones')
-        compacted = {spec.kind: postgres_compacted(spec.target, spec.schema or '') for spec in specs[1:]}
+        compacted = compacted_size(args.postgres, schema)
     finally:
         if schema is not None and not args.keep:
             drop_schema(args.postgres, schema)
@@ -149,16 +149,8 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
     )
     per_run = chat.message_count / max(runs, 1)
     reasons = {
-        'storage / raw message text': '; '.join(
-            f'{breakdown.backend}: '
-            + where_bytes_go(
-                breakdown,
-                raw_bytes=raw,
-                runs=runs * conversations,
-                messages=store_messages,
-                compacted=compacted.get('postgres') if breakdown.backend == 'Postgres' else None,
-            )
-            for breakdown in breakdowns
+        'storage / raw message text': storage_reason(
+            breakdowns, raw_bytes=raw, runs=runs * conversations, messages=store_messages, compacted=compacted
         ),
         'ingest': (
             f'each run adds {per_run:.1f} messages on top of up to {CHAT_WINDOW} inherited ones, and pays what any run '

@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks._breakdown import Breakdown, postgres_breakdown, postgres_compacted, sqlite_breakdown, where_bytes_go
+from benchmarks._breakdown import Breakdown, postgres_breakdown, sqlite_breakdown, storage_reason
 from benchmarks._cli_start import CliStart, measure_cli_start
 from benchmarks._measure import (
     Side,
+    compacted_size,
     count_snapshots,
     drop_schema,
     ingest_note,
@@ -194,7 +195,7 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             finally:
                 await store.aclose()
             sides.append(side)
-        compacted = _compacted(args.postgres, schema)
+        compacted = compacted_size(args.postgres, schema)
 
         conversations = 1 + len(others) * (1 + plan.copies)
         store_runs = len(target.runs) + sum(len(other.runs) for other in others) * (1 + plan.copies)
@@ -218,13 +219,15 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
             runs=store_runs,
             cli=cli,
             breakdowns=breakdowns,
-            reasons=_storage_reason(
-                breakdowns,
-                raw_bytes=raw_target + raw_other,
-                runs=store_runs,
-                messages=store_messages,
-                compacted=compacted,
-            ),
+            reasons={
+                'storage / raw message text': storage_reason(
+                    breakdowns,
+                    raw_bytes=raw_target + raw_other,
+                    runs=store_runs,
+                    messages=store_messages,
+                    compacted=compacted,
+                )
+            },
             setup=setup,
         )
         if plan.reference:
@@ -263,35 +266,6 @@ async def measure(args: argparse.Namespace, work: Path, setup: dict[str, float])
         elif schema is not None:
             log(f'kept Postgres schema {schema!r}')
     return report
-
-
-def _compacted(url: str | None, schema: str | None) -> int | None:
-    """The Postgres store's size after a `VACUUM FULL` (`None` without one); after everything else is measured."""
-    if url is None or schema is None:
-        return None
-    log('compacting the Postgres store (VACUUM FULL) to tell dead row versions from live ones')
-    return postgres_compacted(url, schema)
-
-
-def _storage_reason(
-    breakdowns: list[Breakdown], *, raw_bytes: int, runs: int, messages: int, compacted: int | None
-) -> dict[str, str]:
-    """The storage target's reason, measured on this run's stores (`where_bytes_go` of each).
-
-    `compacted`: the Postgres store's size after a `VACUUM FULL`, when it was measured.
-    """
-    measured = '; '.join(
-        f'{breakdown.backend}: '
-        + where_bytes_go(
-            breakdown,
-            raw_bytes=raw_bytes,
-            runs=runs,
-            messages=messages,
-            compacted=compacted if breakdown.backend == 'Postgres' else None,
-        )
-        for breakdown in breakdowns
-    )
-    return {'storage / raw message text': measured} if measured else {}
 
 
 def _curve_plan(plan: Plan) -> Plan:

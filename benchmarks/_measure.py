@@ -27,6 +27,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
+from benchmarks._breakdown import postgres_compacted
 from benchmarks._script import Conversation, conversation_to_json
 from benchmarks._stores import StoreSize, StoreSpec
 from benchmarks.histories import WINDOW, Ingest, write_conversation
@@ -41,6 +42,7 @@ __all__ = (
     'Sampling',
     'Side',
     'Timings',
+    'compacted_size',
     'count_snapshots',
     'drop_schema',
     'ingest_note',
@@ -306,6 +308,14 @@ async def ranking_agreement(
             found.append(index.get(hashes[position], -1) if position < len(hashes) else -1)
         overlaps.append(overlap_at(found, oracle.scores(query)))
     return overlaps
+
+
+def compacted_size(url: str | None, schema: str | None) -> int | None:
+    """The Postgres store's size after a `VACUUM FULL` (`None` without one); call after everything else is measured."""
+    if url is None or schema is None:
+        return None
+    log('compacting the Postgres store (VACUUM FULL) to tell dead row versions from live ones')
+    return postgres_compacted(url, schema)
 
 
 def drop_schema(url: str, schema: str) -> None:
