@@ -1,0 +1,58 @@
+"""The README's and the docs' examples run as written: each ```python block is executed in a fresh process.
+
+A block preceded by `<!-- not-run: reason -->` is skipped (say why next to it).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / 'README.md'
+DOCS = ROOT / 'docs'
+_BLOCK = re.compile(r'(<!-- not-run:[^>]*-->\s*)?```python\n(.*?)```', re.DOTALL)
+
+
+def _pages() -> list[Path]:
+    return [README, *sorted(DOCS.rglob('*.md'))] if DOCS.is_dir() else [README]
+
+
+def _blocks(page: Path) -> list[tuple[int, str]]:
+    text = page.read_text()
+    return [
+        (text.count('\n', 0, match.start()) + 1, match.group(2))
+        for match in _BLOCK.finditer(text)
+        if match.group(1) is None
+    ]
+
+
+def test_readme_has_examples() -> None:
+    assert _blocks(README), 'the README should show runnable code'
+
+
+_NEWER = 'ConversationStore'
+
+
+def _examples() -> list[Any]:
+    # The conversation store examples need pydantic-ai-slim>=2.68; CI also runs the suite on 2.62.
+    params: list[Any] = []
+    for page in _pages():
+        name = page.relative_to(ROOT).as_posix()
+        for line, code in _blocks(page):
+            marks = [pytest.mark.conversation_store] if _NEWER in code else []
+            params.append(pytest.param(name, line, code, id=f'{name}:{line}', marks=marks))
+    return params
+
+
+@pytest.mark.parametrize(('page', 'line', 'code'), _examples())
+def test_example_runs(page: str, line: int, code: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, f'{page} example at line {line} failed:\n{result.stdout}\n{result.stderr}'
