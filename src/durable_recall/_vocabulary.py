@@ -13,9 +13,11 @@ __all__ = ('DEFAULT_HYBRID_WEIGHT', 'ORDERS', 'RANKINGS', 'ROLES', 'SEARCH_TOOL_
 SEARCH_TOOL_NAME = 'search_conversation_history'
 """The name the search tool registers under: compatibility data (histories and markers carry it)."""
 
-Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system', 'summary']
+Role: TypeAlias = Literal['user', 'assistant', 'tool', 'system', 'summary', 'capability']
 """Who a message is from, for the tool's `roles` filter: `summary` is a compaction summary (one a
-summarizing compaction or a provider wrote), indexed once, apart from the messages it restates."""
+summarizing compaction or a provider wrote), indexed once, apart from the messages it restates;
+`capability` is a request of capability parts (pydantic-ai 2.78): data or instructions a capability
+or the application added mid-conversation, such as a background job's report."""
 
 ROLES: tuple[Role, ...] = get_args(Role)
 """Every role, in the order the index codes them (stored role bytes are indexes into it)."""

@@ -6,7 +6,9 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import pytest
 from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     ModelSettingsDeltaPart,
@@ -19,8 +21,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import RequestUsage
 
+from durable_recall.base import dump_messages
 from durable_recall.history import message_hash, message_hashes
 
+from .._capability_parts import HAS_CAPABILITY_PARTS, NEEDS_CAPABILITY_PARTS
 from ._messages import BASE, call, restamped, tick, tool_return, user, with_delta
 
 
@@ -104,3 +108,49 @@ def test_hash_is_stable_across_processes() -> None:
 
 def test_a_response_without_parts_hashes() -> None:
     assert message_hash(ModelResponse(parts=[], timestamp=BASE)) == message_hash(ModelResponse(parts=[]))
+
+
+@pytest.mark.skipif(not HAS_CAPABILITY_PARTS, reason=NEEDS_CAPABILITY_PARTS)
+class TestCapabilityParts:
+    """A capability part hashes by what it says, not by the ids and stamps made each time it is built."""
+
+    def test_generated_ids_and_stamps_are_ignored(self) -> None:
+        from pydantic_ai.messages import ToolResultSource
+
+        from .._capability_parts import JobReportPart
+
+        def report(content: str) -> ModelRequest:
+            source = ToolResultSource(tool_name='build')
+            return ModelRequest(parts=[JobReportPart(content=content, job='nightly', source=source)])
+
+        first, again = report('ZEBRA-1 built'), report('ZEBRA-1 built')
+        again.parts[0].capability_id = 'capability-run-2'  # type: ignore[union-attr]
+        assert first.parts[0].record_id != again.parts[0].record_id  # type: ignore[union-attr]
+        assert message_hash(first) == message_hash(again)
+        assert message_hash(first) != message_hash(report('ZEBRA-2 built'))
+
+        # Loaded without `record_id` or `timestamp`, pydantic-ai makes fresh ones: the same hash.
+        dumped = ModelMessagesTypeAdapter.dump_python([first], mode='json')
+        for part in dumped[0]['parts']:
+            del part['record_id'], part['timestamp']
+        [loaded] = ModelMessagesTypeAdapter.validate_python(dumped)
+        assert message_hash(loaded) == message_hash(first)
+
+    def test_an_unregistered_kind_hashes_as_the_registered_one(self) -> None:
+        from .._capability_parts import capability_parts
+
+        # A process that does not import the module defining a kind loads its parts as
+        # `UnknownCapabilityPart`; a worker and a search process must agree on the hash.
+        script = (
+            'import sys\n'
+            'from durable_recall.base import load_messages\n'
+            'from durable_recall.history import message_hash\n'
+            '[message] = load_messages([sys.stdin.read()])\n'
+            'print(type(message.parts[0]).__name__, message_hash(message))\n'
+        )
+        request = ModelRequest(parts=[capability_parts()[0]])
+        [body] = dump_messages([request])
+        result = subprocess.run(
+            [sys.executable, '-W', 'error', '-c', script], input=body, capture_output=True, text=True, check=True
+        )
+        assert result.stdout.split() == ['UnknownCapabilityPart', message_hash(request)]

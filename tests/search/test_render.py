@@ -28,6 +28,7 @@ from durable_recall.text import (
 )
 from durable_recall.text._render import EARLIER_SEARCH
 
+from .._capability_parts import HAS_CAPABILITY_PARTS
 from ._oracle import rank
 
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR'
@@ -57,7 +58,8 @@ class Case:
     @property
     def part_class(self) -> type:
         (part,) = self.message.parts
-        return type(part)
+        # Capability parts are one union member, `CapabilityPart`, whatever kind a case defines.
+        return m.CapabilityPart if getattr(part, 'part_kind', None) == 'capability' else type(part)
 
 
 VALIDATION_ERROR: Any = {'type': 'missing', 'loc': ('city',), 'msg': 'Field required', 'input': {}, 'ctx': {'k': 1}}
@@ -182,6 +184,34 @@ CASES: dict[str, Case] = {
 }
 if hasattr(m, 'CapabilityLoadDeltaPart'):  # newer than pydantic-ai-slim 2.62, which the suite also runs on
     CASES['capability load delta'] = Case(request(m.CapabilityLoadDeltaPart(loaded=['maps'])), '')
+if HAS_CAPABILITY_PARTS:  # pydantic-ai-slim>=2.78
+    from .._capability_parts import capability_parts
+
+    _report, _note, _request_note, _judge, _user_data, _own = capability_parts()
+    CASES.update(
+        {
+            'capability data from a tool': Case(
+                request(_report),
+                'nightly\nnightly build wrote QUAGGA-7731',
+                ['Data [jobs.job_report, tool build]: nightly\nnightly build wrote QUAGGA-7731'],
+            ),
+            'capability instruction': Case(
+                request(_note),
+                'Two requests left.',
+                ['Instructions [budget.note_to_model, operator]: Two requests left.'],
+            ),
+            'request-scoped capability instruction': Case(request(_request_note), ''),
+            'capability data from a model, content items': Case(
+                request(_judge),
+                'a judge said score\n<verdict>{"score":7}</verdict>',
+                ['Data [jobs.any_data, model trajectory judge]: a judge said score\n<verdict>{"score":7}</verdict>'],
+            ),
+            'capability data from the user': Case(
+                request(_user_data), 'typed earlier by hand', ['Data [jobs.any_data, user]: typed earlier by hand']
+            ),
+            'our own recall part': Case(request(_own), ''),
+        }
+    )
 
 
 def union_classes(alias: Any) -> set[type]:
@@ -223,15 +253,17 @@ class TestEveryPartType:
         ranked = rank(['user'], [Counter(doc) for doc in docs], [len(doc) for doc in docs], Bm25Params())
         assert [index for index, _ in ranked] == [len(messages) - 1]
 
-    def test_unknown_part_renders_nothing(self) -> None:
+    def test_a_part_kind_this_version_does_not_know_is_indexed_and_shown_generically(self) -> None:
         @dataclass
         class FuturePart:
             content: str = 'from the future'
+            caption: str = 'a striped zebra'
+            id: str = 'f-1'
             part_kind: str = 'future'
 
         for message in (request(FuturePart()), response(FuturePart())):
-            assert index_text(message) == ''
-            assert display_lines(message, {'future'}) == [NO_TEXT]
+            assert index_text(message) == 'from the future\na striped zebra'
+            assert display_lines(message, {'zebra'}) == ['Part [future]: from the future\na striped zebra']
 
 
 class TestUserAndSystemParts:

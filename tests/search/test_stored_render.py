@@ -183,8 +183,22 @@ def test_shapes_it_does_not_know_fall_back() -> None:
         assert prepare_stored(body) is None, body
     for body in ['', 'not json', '[]', '{"kind": "request"}', '{"kind": "other", "parts": []}', '{"parts": [NaN]}']:
         assert prepare_stored(body) is None, body
-    unknown = '{"kind":"request","parts":[{"part_kind":"from-the-future","content":"x"}]}'
-    assert prepare_stored(unknown) is None
+
+
+def test_a_later_releases_part_kind_is_shown_generically() -> None:
+    """A part kind no pydantic-ai this knows writes: its text, from its JSON, as the object path shows it."""
+    unknown = (
+        '{"kind":"request","parts":[{"part_kind":"from-the-future","content":"ZEBRA seen",'
+        '"id":"f-1","timestamp":"2026-01-01T00:00:00Z","details":{"note":"striped"}}]}'
+    )
+    prepared = prepare_stored(unknown)
+    assert prepared is not None
+    lines = stored_lines(prepared, ['zebra'], skip_tools=DEFAULT_SKIP_TOOLS)
+    assert lines == ['Part [from-the-future]: ZEBRA seen\nstriped']
+    response = '{"kind":"response","parts":[{"part_kind":"hologram","caption":"a ZEBRA"}]}'
+    prepared = prepare_stored(response)
+    assert prepared is not None
+    assert stored_lines(prepared, ['zebra'], skip_tools=()) == ['Part [hologram]: a ZEBRA']
 
 
 def _script_messages(conversation: Conversation) -> list[m.ModelMessage]:

@@ -16,6 +16,8 @@ from pydantic_ai import PydanticAIDeprecationWarning
 from pydantic_ai import messages as m
 from pydantic_ai.usage import RequestUsage
 
+from .._capability_parts import HAS_CAPABILITY_PARTS
+
 AT = datetime(2025, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01'
 
@@ -128,6 +130,7 @@ def every_part_conversation() -> list[m.ModelMessage]:
             conversation_id='conv-1',
             metadata={'k': 'v'},
         ),
+        *_capability_requests(),
         m.ModelResponse(
             parts=[
                 m.ThinkingPart(content='Let me think.', signature='sig', provider_name='anthropic'),
@@ -226,3 +229,12 @@ def every_part_conversation() -> list[m.ModelMessage]:
             timestamp=AT,
         ),
     ]
+
+
+def _capability_requests() -> list[m.ModelMessage]:
+    """A request of capability parts (pydantic-ai-slim>=2.78), one of each shape."""
+    if not HAS_CAPABILITY_PARTS:
+        return []
+    from .._capability_parts import capability_parts
+
+    return [m.ModelRequest(parts=capability_parts(), timestamp=AT)]

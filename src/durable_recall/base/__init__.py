@@ -17,6 +17,7 @@ from ._codec import (
     dump_messages,
     encode_body,
     load_messages,
+    plain_messages,
     warm_codec,
 )
 from ._compat import CONVERSATION_STORE_PYDANTIC_AI, PydanticAIVersionError, require_conversation_store
@@ -78,6 +79,7 @@ __all__ = (
     'format_timestamp',
     'from_micros',
     'load_messages',
+    'plain_messages',
     'parse_timestamp',
     'require_conversation_store',
     'stored_time',

@@ -18,9 +18,13 @@ back as they are.
 from __future__ import annotations
 
 import json
+import warnings
 import zlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+from ._unrecognized import has_unrecognized, split_unknown
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
@@ -33,6 +37,7 @@ __all__ = (
     'dump_messages',
     'encode_body',
     'load_messages',
+    'plain_messages',
     'warm_codec',
 )
 
@@ -166,8 +171,14 @@ def dump_messages(messages: Sequence[ModelMessage]) -> list[str]:
     """Serialize each message to its own compact JSON object text."""
     if not messages:
         return []
-    plain: list[Any] = _adapter().dump_python(list(messages), mode='json')
-    return [_dump(item) for item in plain]
+    return [_dump(item) for item in plain_messages(messages)]
+
+
+def plain_messages(messages: Sequence[ModelMessage]) -> list[Any]:
+    """The messages as JSON-ready data, exactly as core dumps them (held-verbatim parts as stored)."""
+    if not messages:
+        return []
+    return _adapter().dump_python(list(messages), mode='json', warnings=not has_unrecognized(messages))
 
 
 def _dump(item: Any) -> str:
@@ -182,7 +193,15 @@ def _dump(item: Any) -> str:
 
 
 def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
-    """Parse message bodies written by [`dump_messages`][durable_recall._codec.dump_messages].
+    """Parse message bodies written by [`dump_messages`][durable_recall.base.dump_messages].
+
+    A part of a kind the installed pydantic-ai does not define (written by a later release) is
+    held verbatim as an `UnrecognizedPart` (see `_unrecognized`), so a newer writer's run still
+    reads, indexes and shows. A capability part (pydantic-ai 2.78) of a kind no module of this
+    process registered loads as pydantic-ai's `UnknownCapabilityPart`, which renders and dumps
+    exactly as the original. A store
+    reader (the command line, a search worker) seldom imports the application's part kinds, so
+    pydantic-ai's warning that a kind is unknown is expected here, and silenced.
 
     Raises:
         MessageDecodeError: A body is not JSON or not a message; the message says which.
@@ -194,10 +213,11 @@ def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
     adapter = _adapter()
     text = '[' + ','.join(bodies) + ']'
     try:
-        return _one_each(bodies, adapter.validate_json(text))
+        with _unregistered_kinds_quiet():
+            return _one_each(bodies, adapter.validate_json(text))
     except ValidationError as error:
         if not _is_json_error(error):
-            raise MessageDecodeError(_first_error(error)) from error
+            return _with_unrecognized_parts(bodies, json.loads(text), error)
         refused = error
     # pydantic-core's JSON parser refuses an escaped lone surrogate, which `dump_messages` writes
     # for text that has one, and does not always say so ('unexpected end of hex escape' for a high
@@ -209,9 +229,39 @@ def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
     except ValueError:
         raise MessageDecodeError(_first_error(refused)) from refused
     try:
-        return _one_each(bodies, adapter.validate_python(parsed))
+        with _unregistered_kinds_quiet():
+            return _one_each(bodies, adapter.validate_python(parsed))
     except ValidationError as error:
+        return _with_unrecognized_parts(bodies, parsed, error)
+
+
+def _with_unrecognized_parts(bodies: Sequence[str], parsed: object, error: ValidationError) -> list[ModelMessage]:
+    """The messages, each part of a kind this pydantic-ai does not define held verbatim (see `_unrecognized`).
+
+    Raises:
+        MessageDecodeError: The body has a fault other than unknown part kinds: `error`'s, as before.
+    """
+    from pydantic import ValidationError
+
+    split = split_unknown(parsed)
+    if split is None:
         raise MessageDecodeError(_first_error(error)) from error
+    kept, removed = split
+    try:
+        with _unregistered_kinds_quiet():
+            messages = _one_each(bodies, _adapter().validate_python(kept))
+    except ValidationError:
+        raise MessageDecodeError(_first_error(error)) from error
+    for index, position, part in removed:
+        cast(list[object], messages[index].parts).insert(position, part)
+    return messages
+
+
+@contextmanager
+def _unregistered_kinds_quiet() -> Generator[None]:
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='Unknown capability part kind', category=UserWarning)
+        yield
 
 
 def _one_each(bodies: Sequence[str], messages: list[ModelMessage]) -> list[ModelMessage]:

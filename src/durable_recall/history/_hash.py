@@ -17,6 +17,10 @@ Left out, and why:
   `RetryPromptPart`, `RetryFeedbackPart`, ...): request parts are built in workflow code, so a
   re-execution gives them new timestamps. The price: two separately created prompts with the same
   text hash alike; the record builder tells repeats apart by position (occurrences), not by hash.
+* A capability part's (pydantic-ai 2.78) `record_id` and `capability_id`: a uuid7 made when the
+  part is built (so a re-execution of the workflow code that enqueues it makes a new one, and so
+  does loading a stored part that lacks one), and the run id of the capability that enqueued it.
+  What the part says is its kind, source, scope, rendering and content; those are kept.
 * Message `state` (`'interrupted'`, `'suspended'`, ...): a lifecycle flag core flips on a message
   it already holds, not content.
 * The `'__pydantic_ai__'` namespace of message `metadata`: framework protocol state core writes
@@ -44,6 +48,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ..base import plain_messages
+
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
@@ -63,6 +69,10 @@ RECORD_PART_KINDS = frozenset(
 )
 """`part_kind`s of the configuration records core appends to a request after it was first saved."""
 
+_STAMPED_FIELDS = frozenset({'timestamp'})
+_STAMPED_CAPABILITY_FIELDS = frozenset({'timestamp', 'record_id', 'capability_id'})
+"""A capability part's generated fields: a fresh uuid7 `record_id` (and a fresh `timestamp`) each time
+one is built or loaded without them, and `capability_id`, the enqueuing capability's run id."""
 _IGNORED_FIELDS = frozenset({'timestamp', 'run_id', 'conversation_id', 'instructions', 'state', 'workspace_ref'})
 _FRAMEWORK_METADATA_KEY = '__pydantic_ai__'
 
@@ -85,10 +95,7 @@ def canonical_form(message: ModelMessage) -> dict[str, Any]:
 def _canonical_forms(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     if not messages:
         return []
-    # Imported here, not with the module: reading a store's rows loads the history layer, not pydantic-ai.
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    dumped = cast(list[dict[str, Any]], ModelMessagesTypeAdapter.dump_python(list(messages), mode='json'))
+    dumped = cast(list[dict[str, Any]], plain_messages(messages))
     return [_canonical(item) for item in dumped]
 
 
@@ -97,11 +104,15 @@ def _canonical(item: dict[str, Any]) -> dict[str, Any]:
     form['metadata'] = _application_metadata(item.get('metadata'))
     parts = cast(list[dict[str, Any]], item.get('parts') or [])
     form['parts'] = [
-        {key: value for key, value in part.items() if key != 'timestamp'}
+        {key: value for key, value in part.items() if key not in _stamped_part_fields(part)}
         for part in parts
         if part.get('part_kind') not in RECORD_PART_KINDS
     ]
     return form
+
+
+def _stamped_part_fields(part: dict[str, Any]) -> frozenset[str]:
+    return _STAMPED_CAPABILITY_FIELDS if part.get('part_kind') == 'capability' else _STAMPED_FIELDS
 
 
 def _application_metadata(metadata: object) -> object:

@@ -18,11 +18,15 @@ What is indexed, part by part:
   the call already carries it;
 * retries, from a tool or about the output: the feedback text, or the validation errors as JSON;
 * a compaction summary an application wrote into a request, and the record's view of a
-  harness summary (`history.summary_view`: a plain `CompactionPart` holding its text).
+  harness summary (`history.summary_view`: a plain `CompactionPart` holding its text);
+* capability parts (pydantic-ai 2.78): the content the model is shown, labelled with its voice,
+  kind and source (see `_capability` for the ones left out);
+* a part kind this version does not know (a later pydantic-ai's): its text fields, shown as
+  `Part [kind]`, so no release makes a conversation's content unsearchable.
 
 Never indexed, and not displayed either: thinking, files, native (provider-run) tool parts, a
 provider's compaction of a response, bookkeeping parts (tool availability, capability loading,
-model settings, instruction baselines), parts this version does not know, the marker request a
+model settings, instruction baselines), request-scoped capability parts, the marker request a
 `SlidingWindowCompaction` writes, the harness's compaction summaries and receipts as stored (the
 record holds each summary once, in its own view), and the search
 tool's own calls and returns. Those last ones would echo: a later search would find earlier search
@@ -47,6 +51,14 @@ if TYPE_CHECKING:
 from .._vocabulary import SEARCH_TOOL_NAME
 from . import _parts
 from ._artifacts import is_compaction_receipt, is_summary_artifact
+from ._capability import (
+    CAPABILITY_PART_KIND,
+    QUIET_REQUEST_KINDS,
+    QUIET_RESPONSE_KINDS,
+    capability_fields,
+    content_text,
+    generic_text,
+)
 from ._clip import clip
 from ._markers import is_compaction_marker, is_marker_part
 
@@ -55,7 +67,9 @@ __all__ = (
     'EARLIER_SEARCH',
     'RETURN_LABELS',
     'Piece',
+    'capability_piece',
     'piece_line',
+    'unknown_piece',
     'retry_text',
     'return_piece',
     'to_json',
@@ -156,7 +170,7 @@ def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[Piec
     for part in message.parts:
         if _is_machinery(part, skip_tools):
             continue
-        piece = _request_piece(part) if in_request else _response_piece(part)
+        piece = _request_piece(part, skip_tools) if in_request else _response_piece(part)
         if piece is not None:
             yield piece
 
@@ -175,7 +189,10 @@ def _is_legacy_retry(part: object) -> bool:
     return getattr(part, 'part_kind', None) == 'retry-prompt'
 
 
-def _request_piece(part: object) -> Piece | None:
+def _request_piece(part: object, skip_tools: Collection[str]) -> Piece | None:
+    kind = getattr(part, 'part_kind', None)
+    if kind == CAPABILITY_PART_KIND:
+        return capability_piece(part, skip_tools)
     if isinstance(part, _parts.UserPromptPart):
         return _text_piece('User: ', _user_text(part), TEXT_LIMIT)
     if isinstance(part, _parts.SystemPromptPart):
@@ -194,7 +211,7 @@ def _request_piece(part: object) -> Piece | None:
         tool_name = getattr(part, 'tool_name', None)
         label = f'Retry [{tool_name}]: ' if isinstance(tool_name, str) else 'Retry: '
         return _text_piece(label, retry_text(getattr(part, 'content', None)), TEXT_LIMIT)
-    return None
+    return None if kind in QUIET_REQUEST_KINDS else _unknown_piece(part)
 
 
 def _response_piece(part: object) -> Piece | None:
@@ -204,7 +221,31 @@ def _response_piece(part: object) -> Piece | None:
         return _call_piece(cast('ToolCallPart[Any]', part))
     if isinstance(part, _parts.SpeechPart):
         return _speech_piece(part)
-    return None
+    return None if getattr(part, 'part_kind', None) in QUIET_RESPONSE_KINDS else _unknown_piece(part)
+
+
+def capability_piece(part: object, skip_tools: Collection[str]) -> Piece | None:
+    """A capability part's piece (its object or its stored JSON): `None` when it is left out."""
+    fields = capability_fields(part, skip_tools)
+    if fields is None:
+        return None
+    label, _, content, attributes = fields
+    text = '\n'.join(item for item in (*attributes, content_text(content)) if item.strip())
+    return _text_piece(label, text, TEXT_LIMIT)
+
+
+def unknown_piece(part_kind: str, fields: Mapping[str, object]) -> Piece | None:
+    """The piece of a part kind this version does not know: its text, shown generically."""
+    return _text_piece(f'Part [{part_kind}]: ', generic_text(fields), TEXT_LIMIT)
+
+
+def _unknown_piece(part: object) -> Piece | None:
+    import pydantic_core
+
+    fields = pydantic_core.to_jsonable_python(part, serialize_unknown=True, bytes_mode='base64')
+    if not isinstance(fields, dict):
+        return None
+    return unknown_piece(str(getattr(part, 'part_kind', None) or type(part).__name__), cast(dict[str, object], fields))
 
 
 def _text_piece(label: str, text: str, limit: int) -> Piece | None:

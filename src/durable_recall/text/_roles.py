@@ -18,12 +18,16 @@ def message_role(message: ModelMessage) -> Role:
 
     A request that holds nothing but compaction summaries (the record's view of a summary, or one an
     application wrote) is `summary`: it restates the conversation, so a search can leave it out.
+    One of nothing but capability parts is `capability`: pydantic-ai delivers an enqueued part as a
+    request of its own. Merged into a request with a user prompt or tool returns, it counts as theirs.
     """
     if message.kind == 'response':
         return 'assistant'
     kinds = {part.part_kind for part in message.parts}
     if kinds and kinds - _BOOKKEEPING == {'compaction'}:
         return 'summary'
+    if kinds and kinds - _BOOKKEEPING == {'capability'}:
+        return 'capability'
     if kinds & {'tool-return', 'retry-prompt'}:
         return 'tool'
     if kinds and kinds <= {'system-prompt', 'instruction-delta', 'instruction-baseline'}:

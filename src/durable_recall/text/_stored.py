@@ -7,11 +7,12 @@ and its parts are turned into the very `Piece`s `display_lines` makes (`prepare_
 lines then come from the same `piece_line` (`stored_lines`).
 
 Exactness over coverage: the fast path knows the part shapes pydantic-ai writes for ordinary
-conversation (prompts, text, tool calls and returns, speech, summaries and the bookkeeping parts
-display leaves out). Anything else (a part kind it does not know, a legacy retry part, a typed
-tool part, content a validator would turn into a media object, a field of another type) gives
-`None`, and the caller decodes the message with pydantic-ai and renders it with `display_lines`,
-as before. A test compares both paths on every part shape the suite knows.
+conversation (prompts, text, tool calls and returns, speech, summaries, capability parts and the
+bookkeeping parts display leaves out), and renders a part kind no pydantic-ai it knows of writes
+(a later release's) generically, from its JSON, as the object path does. Anything else (a legacy
+retry part, a typed tool part, content a validator would turn into a media object, a field of
+another type) gives `None`, and the caller decodes the message with pydantic-ai and renders it
+with `display_lines`. A test compares both paths on every part shape the suite knows.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import NamedTuple, cast
 
 from ._artifacts import HARNESS_LEGACY_SUMMARY_PREFIX, HARNESS_RECEIPT_TAG, HARNESS_SUMMARY_KEY
+from ._capability import CAPABILITY_PART_KIND, QUIET_REQUEST_KINDS, QUIET_RESPONSE_KINDS
 from ._markers import COMPACTION_MARKER_KEY
 from ._render import (
     EARLIER_SEARCH,
@@ -28,10 +30,12 @@ from ._render import (
     SHORT_LIMIT,
     TEXT_LIMIT,
     Piece,
+    capability_piece,
     piece_line,
     retry_text,
     return_piece,
     to_json,
+    unknown_piece,
 )
 
 __all__ = ('Prepared', 'prepare_stored', 'stored_lines')
@@ -58,12 +62,6 @@ _USER_ITEM_KINDS = frozenset(
 
 _TEXT_ITEM_KINDS = frozenset({'text-content', 'structured-content'})
 """User-prompt items whose `content` display shows (`StructuredContent` is a `TextContent`)."""
-
-_QUIET_REQUEST_KINDS = frozenset(
-    {'instruction-baseline', 'tool-availability-delta', 'capability-load-delta', 'model-settings-delta'}
-)
-_QUIET_RESPONSE_KINDS = frozenset({'thinking', 'file', 'compaction', 'builtin-tool-call', 'builtin-tool-return'})
-"""Parts display never shows, by the message kind that may hold them."""
 
 _OUTCOMES = frozenset({*RETURN_LABELS, 'retried'})
 
@@ -144,8 +142,10 @@ def _request_pieces(
             yield None, _text_piece('Retry: ', retry_text(_str(part.get('content'))), TEXT_LIMIT)
         elif kind == 'instruction-delta':
             yield None, _instruction_piece(part)
-        elif kind not in _QUIET_REQUEST_KINDS:
-            raise _Unknown(kind)
+        elif kind == CAPABILITY_PART_KIND:
+            yield _result_of(part), capability_piece(part, ())
+        elif kind not in QUIET_REQUEST_KINDS:
+            yield None, _unknown_piece(kind, part)
 
 
 def _response_pieces(parts: list[dict[str, object]], kinds: list[str]) -> Iterator[tuple[str | None, Piece | None]]:
@@ -156,8 +156,28 @@ def _response_pieces(parts: list[dict[str, object]], kinds: list[str]) -> Iterat
             yield _call_piece(part)
         elif kind == 'speech':
             yield None, _speech_piece(part)
-        elif kind not in _QUIET_RESPONSE_KINDS:
-            raise _Unknown(kind)
+        elif kind not in QUIET_RESPONSE_KINDS:
+            yield None, _unknown_piece(kind, part)
+
+
+def _result_of(part: dict[str, object]) -> str | None:
+    """The tool a capability part carries a result of, so that a skipped tool's is left out when shown."""
+    source = part.get('source')
+    if isinstance(source, dict) and cast(dict[str, object], source).get('source_kind') == 'tool-result':
+        return _str(cast(dict[str, object], source).get('tool_name'))
+    return None
+
+
+def _unknown_piece(kind: str, part: dict[str, object]) -> Piece | None:
+    """A part kind neither pydantic-ai's known shapes here nor display knows: shown generically.
+
+    A kind pydantic-ai itself knows but this fast path does not (a legacy retry part) still goes
+    through pydantic-ai, so both paths agree; the rest (a later release's kinds) are rendered from
+    their JSON, exactly as the object path renders them.
+    """
+    if kind == 'retry-prompt':
+        raise _Unknown(kind)
+    return unknown_piece(kind, part)
 
 
 def _text_piece(label: str, text: str, limit: int) -> Piece | None:
