@@ -1,6 +1,8 @@
 """The README's and the docs' examples run as written: each ```python block is executed in a fresh process.
 
-A block preceded by `<!-- not-run: reason -->` is skipped (say why next to it).
+A block preceded by `<!-- not-run: reason -->` is skipped (say why next to it). A block preceded by
+`<!-- requires: pydantic-ai 2.78 -->` runs only where pydantic-ai has that release's API (CI also runs
+the examples on 2.62).
 """
 
 from __future__ import annotations
@@ -12,21 +14,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import messages
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / 'README.md'
 DOCS = ROOT / 'docs'
-_BLOCK = re.compile(r'(<!-- not-run:[^>]*-->\s*)?```python\n(.*?)```', re.DOTALL)
+_BLOCK = re.compile(
+    r'(<!-- not-run:[^>]*-->\s*)?(<!-- requires: pydantic-ai 2\.78 -->\s*)?```python\n(.*?)```', re.DOTALL
+)
+HAS_278 = hasattr(messages, 'CapabilityPart')
+"""Whether the installed pydantic-ai has 2.78's API (capability parts, core compaction, tool visibility)."""
 
 
 def _pages() -> list[Path]:
     return [README, *sorted(DOCS.rglob('*.md'))] if DOCS.is_dir() else [README]
 
 
-def _blocks(page: Path) -> list[tuple[int, str]]:
+def _blocks(page: Path) -> list[tuple[int, str, bool]]:
+    """Each runnable block: its line, its code, and whether it needs pydantic-ai 2.78."""
     text = page.read_text()
     return [
-        (text.count('\n', 0, match.start()) + 1, match.group(2))
+        (text.count('\n', 0, match.start()) + 1, match.group(3), match.group(2) is not None)
         for match in _BLOCK.finditer(text)
         if match.group(1) is None
     ]
@@ -44,8 +52,10 @@ def _examples() -> list[Any]:
     params: list[Any] = []
     for page in _pages():
         name = page.relative_to(ROOT).as_posix()
-        for line, code in _blocks(page):
+        for line, code, newest in _blocks(page):
             marks = [pytest.mark.conversation_store] if _NEWER in code else []
+            if newest:
+                marks.append(pytest.mark.skipif(not HAS_278, reason='needs pydantic-ai-slim>=2.78'))
             params.append(pytest.param(name, line, code, id=f'{name}:{line}', marks=marks))
     return params
 
