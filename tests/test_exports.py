@@ -11,6 +11,12 @@ import pytest
 import durable_recall
 
 
+def test_version_is_the_package_metadata() -> None:
+    from importlib.metadata import version
+
+    assert durable_recall.__version__ == version('durable-recall')
+
+
 def test_all_is_pinned() -> None:
     assert sorted(durable_recall.__all__) == [
         'ConversationSaved',

@@ -16,6 +16,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+__version__ = '0.2.0'
+"""This release's version (the package metadata's, which `pyproject.toml` reads from here)."""
+
 if TYPE_CHECKING:
     from .base import (
         CorruptRunError,
