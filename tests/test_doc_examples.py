@@ -56,7 +56,7 @@ def _examples() -> list[Any]:
         for line, code in _blocks(page):
             marks = [pytest.mark.conversation_store] if _NEWER in code else []
             if _UI_VISIBILITY in code and not _has_ui_visibility():
-                marks.append(pytest.mark.skip(reason="tool ui_visibility needs pydantic-ai-slim>=2.78"))
+                marks.append(pytest.mark.skip(reason='tool ui_visibility needs pydantic-ai-slim>=2.78'))
             params.append(pytest.param(name, line, code, id=f'{name}:{line}', marks=marks))
     return params
 
