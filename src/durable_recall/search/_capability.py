@@ -17,15 +17,20 @@ from pydantic_ai.toolsets import FunctionToolset
 from ..base import DurableRecallDeprecationWarning
 from ..history import HistorySource
 from ..index import Bm25Params
+from ..stores import open_spec_store
 from ..text import SEARCH_TOOL_NAME
 from ._embedding import Ranking, check_ranking
 from ._engine import SearchEngine
 from ._fusion import DEFAULT_WEIGHT
 from ._request import SearchRequest, SearchScope
+from ._snapshot_source import SnapshotHistorySource
 from ._toolset import build_toolset
 from ._withheld import ShowHidden, check_visibility_options, skip_tools_for
 
-__all__ = ('ConversationSearch',)
+__all__ = ('SPEC_NAME', 'ConversationSearch')
+
+SPEC_NAME = 'durable_recall.ConversationSearch'
+"""`ConversationSearch`'s name in agent specs: compatibility data, pinned in a test."""
 
 _COMPARED = (
     'source',
@@ -168,8 +173,27 @@ class ConversationSearch(AbstractCapability[Any]):
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
-        """Not spec-serializable: a history source is a live object."""
-        return None
+        """Its name in an agent spec (YAML or JSON): prefixed, so that it cannot collide with another library's."""
+        return SPEC_NAME
+
+    @classmethod
+    def from_spec(cls, store: str, **options: Any) -> ConversationSearch:
+        """Build it from an agent spec: a search over the store a URL names (`open_store`'s forms).
+
+        The other arguments are `__init__`'s; `embedder`, when given, is a pydantic-ai model name
+        (`'openai:text-embedding-3-small'`), made into an `Embedder`.
+
+        Raises:
+            TypeError, ValueError, StoreConfigurationError: A bad argument, named.
+        """
+        embedder = options.get('embedder')
+        if embedder is not None:
+            if not isinstance(embedder, str):
+                raise TypeError(f'embedder in an agent spec must be a model name (a string), got {embedder!r}')
+            options['embedder'] = Embedder(embedder)
+        if 'source' in options:
+            raise TypeError('ConversationSearch in an agent spec takes `store` (a URL), not `source`')
+        return cls(SnapshotHistorySource(open_spec_store(store, 'ConversationSearch')), **options)
 
     def get_toolset(self) -> FunctionToolset[Any]:
         """The capability's one toolset (the same object on every call)."""
