@@ -186,6 +186,15 @@ def test_bad_arguments_fail_when_the_agent_is_built(
         Agent.from_spec(spec, model='test', custom_capability_types=TYPES)
 
 
+async def test_the_short_form_names_the_store_alone(tmp_path: Path) -> None:
+    url = f'sqlite:///{tmp_path}/chat.db'
+    spec = {'name': 'short', 'capabilities': [{'durable_recall.StepPersistence': url}]}
+    agent = Agent.from_spec(spec, model='test', custom_capability_types=TYPES)
+    await agent.run('hello', conversation_id='short-1')
+    store = open_store(url)
+    assert [run.agent_name for run in await store.list_runs(conversation_id='short-1')] == ['short']
+
+
 def test_a_spec_without_our_types_names_them(tmp_path: Path) -> None:
     spec = {'capabilities': [{'durable_recall.StepPersistence': {'store': f'sqlite:///{tmp_path}/x.db'}}]}
     with pytest.raises(ValueError, match='custom_capability_types'):
