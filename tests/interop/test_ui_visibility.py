@@ -204,6 +204,35 @@ async def test_redacted_shows_the_search_call_but_not_its_result(tmp_path: Path)
     assert 'withheld' not in sent  # redacted: the search's result is replaced by the adapter's placeholder
 
 
+@needs_visibility
+async def test_an_adapters_private_default_is_stamped_and_withheld(tmp_path: Path) -> None:
+    from pydantic_ai.ui.vercel_ai import VercelAIAdapter
+
+    script = Script()
+    store = SqliteStepStore(database=tmp_path / 'chat.db')
+    agent = Agent(
+        FunctionModel(script, stream_function=script.stream),
+        capabilities=[
+            StepPersistence(store=store),
+            ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
+        ],
+    )
+
+    @agent.tool_plain  # no ui_visibility of its own: the adapter's default applies, and is stamped
+    def fetch_token(account: str) -> str:
+        return f'{TOKEN} for {account}'
+
+    prompt = {'id': 'm', 'role': 'user', 'parts': [{'type': 'text', 'text': 'fetch'}]}
+    body = {'trigger': 'submit-message', 'id': 'r', 'messages': [prompt]}
+    run_input = VercelAIAdapter.build_run_input(json.dumps(body).encode())
+    adapter = VercelAIAdapter(agent=agent, run_input=run_input, default_ui_visibility='private')
+    assert TOKEN not in await _sent(adapter.encode_stream(adapter.run_stream(conversation_id='chat-4')))
+
+    await agent.run(ACCOUNT, conversation_id='chat-4')  # a later turn, outside the adapter
+    [answer] = script.search_answers
+    assert WITHHELD in answer and not leaked(answer, ACCOUNT)
+
+
 @pytest.mark.skipif(supports_ui_visibility(), reason='checks a pydantic-ai without tool ui_visibility (2.62)')
 async def test_older_pydantic_ai_behaves_as_before(tmp_path: Path) -> None:
     script = Script()
