@@ -46,6 +46,15 @@ def test_readme_has_examples() -> None:
 
 _NEWER = 'ConversationStore'
 
+_UI_VISIBILITY = 'ui_visibility'
+"""Examples naming it need pydantic-ai's tool `ui_visibility` (pydantic-ai-slim>=2.78)."""
+
+
+def _has_ui_visibility() -> bool:
+    from pydantic_ai.tools import ToolDefinition
+
+    return 'ui_visibility' in getattr(ToolDefinition, '__dataclass_fields__', {})
+
 
 def _examples() -> list[Any]:
     # The conversation store examples need pydantic-ai-slim>=2.68; CI also runs the suite on 2.62.
@@ -56,6 +65,8 @@ def _examples() -> list[Any]:
             marks = [pytest.mark.conversation_store] if _NEWER in code else []
             if newest:
                 marks.append(pytest.mark.skipif(not HAS_278, reason='needs pydantic-ai-slim>=2.78'))
+            if _UI_VISIBILITY in code and not _has_ui_visibility():
+                marks.append(pytest.mark.skip(reason='tool ui_visibility needs pydantic-ai-slim>=2.78'))
             params.append(pytest.param(name, line, code, id=f'{name}:{line}', marks=marks))
     return params
 

@@ -113,7 +113,7 @@ class TestOptions:
         # Drop-in for pydantic-ai-harness's SlidingWindowCompaction: the same names, the same first positions.
         window = SlidingWindowCompaction(80, None, 40)
         assert (window.max_messages, window.keep_messages, window.preserve_first_user_message) == (80, 40, True)
-        assert SlidingWindowCompaction.get_serialization_name() == 'SlidingWindowCompaction'
+        assert SlidingWindowCompaction.get_serialization_name() == 'durable_recall.SlidingWindowCompaction'
         assert window.id == 'sliding_window_compaction'
 
 

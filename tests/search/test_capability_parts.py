@@ -169,3 +169,21 @@ async def test_check_passes_on_a_store_with_capability_parts_and_later_kinds(kit
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_capability_part_carrying_a_hidden_tools_result_is_withheld_on_both_paths() -> None:
+    from durable_recall.text import display_lines
+    from durable_recall.text._stored import prepare_stored, stored_lines
+    from durable_recall.text._visibility import WITHHELD, SkipTools
+
+    part = JobReportPart(content='token is SECRET-ZZ', source=ToolResultSource(tool_name='fetch_token'))
+    message = ModelRequest(parts=[UserPromptPart('check'), part])
+    hidden = SkipTools({'search_conversation_history'}, by_name={'fetch_token': 'private'})
+    expected = ['User: check', WITHHELD]
+    assert display_lines(message, {'secret'}, skip_tools=hidden) == expected
+    [body] = dump_messages([message])
+    prepared = prepare_stored(body)
+    assert prepared is not None
+    assert stored_lines(prepared, {'secret'}, skip_tools=hidden) == expected
+    # Public by default: only the application's `hidden_tools` can name such a part's tool.
+    assert display_lines(message, {'secret'}, skip_tools=SkipTools())[1].startswith('Data [jobs.job_report')

@@ -105,8 +105,11 @@ class ToolResultClearing(AbstractCapability[Any]):
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
-        """Spec name, so `ToolResultClearing` can be configured from an agent spec."""
-        return 'ToolResultClearing'
+        """Its name in an agent spec (YAML or JSON): prefixed, so that it cannot collide with another library's.
+
+        Pinned in a test: specs name it. Every argument is plain data, so the default `from_spec` builds it.
+        """
+        return 'durable_recall.ToolResultClearing'
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext

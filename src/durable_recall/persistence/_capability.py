@@ -15,14 +15,17 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from ..base import MAX_RUN_ID_LENGTH, PersistBatch, RunRegistration, SnapshotDelta, dump_messages
-from ..stores import BatchSaver, StepStore
+from ..stores import BatchSaver, StepStore, open_spec_store
 from ..text import SEARCH_TOOL_NAME
 from ._delta import diff_history, is_identity
 from ._guard import refuse_workflow_code
 from ._replayed import check_replayed
 from ._settled import snapshot_state
 
-__all__ = ('StepPersistence',)
+__all__ = ('SPEC_NAME', 'StepPersistence')
+
+SPEC_NAME = 'durable_recall.StepPersistence'
+"""`StepPersistence`'s name in agent specs: compatibility data, pinned in a test."""
 
 _enclosing_run_id: ContextVar[str | None] = ContextVar('durable_recall_enclosing_run_id', default=None)
 """The store run id of the persisted run whose code is executing, so a nested run records its parent."""
@@ -107,8 +110,20 @@ class StepPersistence(AbstractCapability[Any]):
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
-        """Not spec-serializable: a store is a live object."""
-        return None
+        """Its name in an agent spec (YAML or JSON): prefixed, so that it cannot collide with another library's."""
+        return SPEC_NAME
+
+    @classmethod
+    def from_spec(cls, store: str, **options: Any) -> StepPersistence:
+        """Build it from an agent spec: the store as a URL `open_store` accepts, the other arguments as `__init__`'s.
+
+        Raises:
+            TypeError, ValueError, StoreConfigurationError: A bad argument, named.
+        """
+        flush = options.get('flush_before_tools')
+        if flush is not None and (isinstance(flush, str) or not isinstance(flush, list | tuple | set | frozenset)):
+            raise TypeError(f'flush_before_tools must be a list of tool names, got {flush!r}')
+        return cls(open_spec_store(store, 'StepPersistence'), **options)
 
     def get_ordering(self) -> CapabilityOrdering:
         """Outermost, so each snapshot is taken before any compaction rewrites the history."""

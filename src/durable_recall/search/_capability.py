@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -17,14 +17,20 @@ from pydantic_ai.toolsets import FunctionToolset
 from ..base import DurableRecallDeprecationWarning
 from ..history import HistorySource
 from ..index import Bm25Params
-from ..text import DEFAULT_SKIP_TOOLS, SEARCH_TOOL_NAME
+from ..stores import open_spec_store
+from ..text import SEARCH_TOOL_NAME
 from ._embedding import Ranking, check_ranking
 from ._engine import SearchEngine
 from ._fusion import DEFAULT_WEIGHT
 from ._request import SearchRequest, SearchScope
+from ._snapshot_source import SnapshotHistorySource
 from ._toolset import build_toolset
+from ._withheld import ShowHidden, check_visibility_options, skip_tools_for
 
-__all__ = ('ConversationSearch',)
+__all__ = ('SPEC_NAME', 'ConversationSearch')
+
+SPEC_NAME = 'durable_recall.ConversationSearch'
+"""`ConversationSearch`'s name in agent specs: compatibility data, pinned in a test."""
 
 _COMPARED = (
     'source',
@@ -41,6 +47,8 @@ _COMPARED = (
     'ranking',
     'embedder',
     'hybrid_weight',
+    'show_hidden_tools',
+    'hidden_tools',
 )
 
 
@@ -83,6 +91,15 @@ class ConversationSearch(AbstractCapability[Any]):
             torch's own setting unless the environment variable `DURABLE_RECALL_LOCAL_THREADS`
             sets both (a count, or `torch`). Only with `ranking='hybrid'`.
         hybrid_weight: The similarity side's share when scores are fused (0 to 1; BM25 has the rest).
+        show_hidden_tools: Answers never show the calls and returns of tools whose pydantic-ai
+            `ui_visibility` is `'private'` or `'redacted'` (a UI adapter keeps those from the chat
+            client; quoting them would hand the client what it was kept from). `'redacted'` shows
+            redacted tools' parts, and marks the search tool `'redacted'` in turn; `'private'` shows
+            both and marks it `'private'`, so the adapters keep the answers from the client. Needs
+            pydantic-ai-slim>=2.78.
+        hidden_tools: Visibilities by tool name (`'redacted'` or `'private'`) for parts stored
+            without a `ui_visibility` stamp: by an older pydantic-ai, or before a tool was marked.
+            The stricter of a part's stamp and its tool's entry decides.
         id: The capability id; capabilities with one id are combined (see `combine`).
     """
 
@@ -99,6 +116,8 @@ class ConversationSearch(AbstractCapability[Any]):
     ranking: Ranking = 'bm25'
     embedder: Embedder | None = None
     hybrid_weight: float = DEFAULT_WEIGHT
+    show_hidden_tools: ShowHidden | None = None
+    hidden_tools: Mapping[str, ShowHidden] = field(default_factory=dict[str, ShowHidden])
     id: str | None = 'conversation_search'
 
     _engine: SearchEngine = field(init=False, repr=False, compare=False)
@@ -121,6 +140,7 @@ class ConversationSearch(AbstractCapability[Any]):
             raise TypeError(f'add_instructions must be a bool, got {self.add_instructions!r}')
         if not isinstance(self.tool_id, str) or not self.tool_id:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(f'tool_id must be a non-empty string, got {self.tool_id!r}')
+        check_visibility_options(self.show_hidden_tools, self.hidden_tools)
         if self.scope is None:
             warnings.warn(
                 "`ConversationSearch` was created without a scope, so it uses scope='conversation': it searches "
@@ -136,13 +156,15 @@ class ConversationSearch(AbstractCapability[Any]):
             max_matches=self.max_matches,
             context_lines=self.context_lines,
             max_result_bytes=self.max_result_bytes,
-            skip_tools=DEFAULT_SKIP_TOOLS,
+            skip_tools=skip_tools_for(self.show_hidden_tools, self.hidden_tools),
             ranking=self.ranking,
             embedder=self.embedder,
             hybrid_weight=float(self.hybrid_weight),
         )
         # One toolset for the capability's lifetime: durable engines register it by identity.
-        self._toolset = build_toolset(self, tool_id=self.tool_id, scope=self.effective_scope)
+        self._toolset = build_toolset(
+            self, tool_id=self.tool_id, scope=self.effective_scope, ui_visibility=self.show_hidden_tools
+        )
 
     @property
     def effective_scope(self) -> SearchScope:
@@ -151,8 +173,27 @@ class ConversationSearch(AbstractCapability[Any]):
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
-        """Not spec-serializable: a history source is a live object."""
-        return None
+        """Its name in an agent spec (YAML or JSON): prefixed, so that it cannot collide with another library's."""
+        return SPEC_NAME
+
+    @classmethod
+    def from_spec(cls, store: str, **options: Any) -> ConversationSearch:
+        """Build it from an agent spec: a search over the store a URL names (`open_store`'s forms).
+
+        The other arguments are `__init__`'s; `embedder`, when given, is a pydantic-ai model name
+        (`'openai:text-embedding-3-small'`), made into an `Embedder`.
+
+        Raises:
+            TypeError, ValueError, StoreConfigurationError: A bad argument, named.
+        """
+        embedder = options.get('embedder')
+        if embedder is not None:
+            if not isinstance(embedder, str):
+                raise TypeError(f'embedder in an agent spec must be a model name (a string), got {embedder!r}')
+            options['embedder'] = Embedder(embedder)
+        if 'source' in options:
+            raise TypeError('ConversationSearch in an agent spec takes `store` (a URL), not `source`')
+        return cls(SnapshotHistorySource(open_spec_store(store, 'ConversationSearch')), **options)
 
     def get_toolset(self) -> FunctionToolset[Any]:
         """The capability's one toolset (the same object on every call)."""

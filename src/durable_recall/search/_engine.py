@@ -31,6 +31,7 @@ from ._semantic import SemanticIndex
 from ._snapshot_source import SnapshotHistorySource
 from ._source_corpus import SourceCorpus
 from ._warm_up import warm_up
+from ._withheld import withheld_only
 
 __all__ = ('SearchEngine', 'corpus_for', 'vectors_for')
 
@@ -85,7 +86,8 @@ class SearchEngine:
         context_lines: Messages shown before and after each match: along the conversation's record
             in a conversation-scoped search, within the match's run otherwise (see `_windows`).
         max_result_bytes: The most UTF-8 bytes one answer may have.
-        skip_tools: Tools whose calls and returns are shown as a placeholder (the search tool's own).
+        skip_tools: Tools whose calls and returns are shown as a placeholder (the search tool's own);
+            a `text.SkipTools` also withholds tools by their `ui_visibility` (`_withheld`).
         ranking: `'bm25'`, or `'hybrid'`: BM25 fused with embedding similarity (`_fusion`).
         embedder: Hybrid ranking's embedder (`None`: the local default, `_embedding`).
         hybrid_weight: The similarity side's share in fusion.
@@ -239,6 +241,9 @@ class SearchEngine:
             end = min(end, len(chosen))
             batch = await self._ranker.load(chosen[start:end], windows[start:end], ahead=windows[end : end + _AHEAD])
             count -= (end - start) - len(batch)  # runs deleted since they were ranked
+            shown_hits = [hit for hit in batch if not withheld_only(hit, outcome.terms, self.skip_tools)]
+            count -= len(batch) - len(shown_hits)  # found only in what the answer withholds
+            batch = shown_hits
             start = end
             loaded += batch
             blocks += _answer.render_blocks(

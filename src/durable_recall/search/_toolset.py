@@ -94,8 +94,14 @@ Roles = Annotated[list[str] | None, BeforeValidator(_roles), WithJsonSchema(_ROL
 OrderText = Annotated[str, BeforeValidator(_order), WithJsonSchema(_ORDER_SCHEMA)]
 
 
-def build_toolset(capability: ConversationSearch, *, tool_id: str, scope: SearchScope) -> FunctionToolset[Any]:
-    """A toolset holding the search tool, which hands each call to `capability.search`."""
+def build_toolset(
+    capability: ConversationSearch, *, tool_id: str, scope: SearchScope, ui_visibility: str | None = None
+) -> FunctionToolset[Any]:
+    """A toolset holding the search tool, which hands each call to `capability.search`.
+
+    `ui_visibility` marks the tool for pydantic-ai's UI adapters (`None`: unmarked, their default),
+    when its answers may quote tools they keep from the client (`ConversationSearch.show_hidden_tools`).
+    """
 
     async def search_conversation_history(
         ctx: RunContext[Any],
@@ -132,7 +138,11 @@ def build_toolset(capability: ConversationSearch, *, tool_id: str, scope: Search
         return await capability.search(ctx, request)
 
     toolset: FunctionToolset[Any] = FunctionToolset(id=tool_id)
-    toolset.add_function(search_conversation_history, name=SEARCH_TOOL_NAME, description=tool_description(scope))
+    # Passed only when set: pydantic-ai before 2.78 has no `ui_visibility` (the capability refuses the option there).
+    marked: dict[str, Any] = {} if ui_visibility is None else {'ui_visibility': ui_visibility}
+    toolset.add_function(
+        search_conversation_history, name=SEARCH_TOOL_NAME, description=tool_description(scope), **marked
+    )
     # `**unknown` opens the schema to any argument, and the default makes `query` optional (a call
     # without one gets the no-words answer): the model is still told the six arguments, `query` required.
     schema = toolset.tools[SEARCH_TOOL_NAME].function_schema.json_schema

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
-from ._url import open_store, redact_url
+from ._url import open_spec_store, open_store, redact_url
 
 if TYPE_CHECKING:
     from .memory import InMemoryStepStore, MemoryIndex
@@ -29,6 +29,7 @@ __all__ = (
     'PostgresStepStore',
     'SqliteStepStore',
     'StepStore',
+    'open_spec_store',
     'open_store',
     'redact_url',
     'summarize_conversations',

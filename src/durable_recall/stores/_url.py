@@ -8,13 +8,34 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 if TYPE_CHECKING:
     from ._protocol import StepStore
 
-__all__ = ('open_store', 'redact_url')
+__all__ = ('open_spec_store', 'open_store', 'redact_url')
 
 _SQLITE_SUFFIXES = ('.db', '.sqlite', '.sqlite3')
 _SUPPORTED = (
     'sqlite:///relative.db, sqlite:////absolute/path.db, a path ending in .db/.sqlite/.sqlite3, '
     'postgresql://..., postgres://..., memory:'
 )
+
+
+def open_spec_store(url: object, capability: str) -> StepStore:
+    """The store an agent spec names for `capability` (its `from_spec`), by a URL `open_store` accepts.
+
+    `memory:` is refused: each capability declared with it would open its own empty store, so search
+    would never see what persistence wrote.
+
+    Raises:
+        TypeError: `url` is not a string.
+        ValueError: `url` is `memory:`.
+        StoreConfigurationError: As `open_store`.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f'{capability} in an agent spec needs `store`: a store URL ({_SUPPORTED}), got {url!r}')
+    if url.strip() in ('memory:', 'memory://'):
+        raise ValueError(
+            f'{capability} in an agent spec cannot use the store {url!r}: each capability would open its own empty '
+            'in-memory store. Use sqlite:///path.db or postgresql://...'
+        )
+    return open_store(url)
 
 
 def open_store(url: str) -> StepStore:

@@ -2,7 +2,8 @@
 
 `tokenize` defines a term (words found, normalised, then analysed: stemmed, accents folded);
 `index_text` what of a message is searchable; `display_lines` with
-`clip` how a match is shown; `message_role` the role the tool filters by. The compaction artifacts
+`clip` how a match is shown, `SkipTools` which tool calls and returns it withholds (by their
+`ui_visibility`); `message_role` the role the tool filters by. The compaction artifacts
 that indexing and the record rebuild leave out (the sliding window's marker, the harness's
 summaries and receipts) are recognised here, below both.
 
@@ -37,6 +38,7 @@ from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SHORT_LIMIT, TEXT_LIMIT, displ
 from ._roles import ROLES, Role, message_role, message_time
 from ._stored import Prepared, prepare_stored, stored_lines
 from ._tokenize import Token, iter_tokens, tokenize
+from ._visibility import HIDDEN_VISIBILITIES, WITHHELD, SkipTools, Visibility, withholds
 
 __all__ = (
     'ANALYZERS',
@@ -48,14 +50,18 @@ __all__ = (
     'HARNESS_LEGACY_SUMMARY_PREFIX',
     'HARNESS_RECEIPT_TAG',
     'HARNESS_SUMMARY_KEY',
+    'HIDDEN_VISIBILITIES',
     'NO_TEXT',
     'Prepared',
     'ROLES',
     'SEARCH_TOOL_NAME',
     'SHORT_LIMIT',
+    'SkipTools',
     'TEXT_LIMIT',
     'Role',
     'Token',
+    'Visibility',
+    'WITHHELD',
     'analyzer_name',
     'answered_call_id',
     'clip',
@@ -75,4 +81,5 @@ __all__ = (
     'stored_lines',
     'tokenize',
     'without_marker',
+    'withholds',
 )

@@ -36,6 +36,7 @@ __all__ = (
     'capability_fields',
     'content_text',
     'generic_text',
+    'result_tool',
     'source_label',
 )
 
@@ -138,6 +139,15 @@ def content_text(content: object) -> str:
     from . import _parts
 
     return content.content if isinstance(content, _parts.TextContent) else ''
+
+
+def result_tool(part: object) -> str | None:
+    """The tool a capability part carries a result of (its `ToolResultSource`), if any."""
+    source = _get(part, 'source')
+    if _get(source, 'source_kind') != 'tool-result':
+        return None
+    tool = _get(source, 'tool_name')
+    return tool if isinstance(tool, str) else None
 
 
 def generic_text(fields: Mapping[str, object]) -> str:

@@ -31,6 +31,10 @@ model settings, instruction baselines), request-scoped capability parts, the mar
 record holds each summary once, in its own view), and the search
 tool's own calls and returns. Those last ones would echo: a later search would find earlier search
 results, which quote the originals, and often rank them above the originals.
+
+Displayed only when the caller allows it: the calls and returns of tools pydantic-ai stamped
+`'private'` or `'redacted'` (`_visibility`). Under a `SkipTools` that withholds them, each message
+shows one `WITHHELD` line in their place, and `index_text` leaves them out.
 """
 
 from __future__ import annotations
@@ -58,9 +62,11 @@ from ._capability import (
     capability_fields,
     content_text,
     generic_text,
+    result_tool,
 )
 from ._clip import clip
 from ._markers import is_compaction_marker, is_marker_part
+from ._visibility import WITHHELD, withholds
 
 __all__ = (
     'DEFAULT_SKIP_TOOLS',
@@ -122,9 +128,10 @@ def index_text(message: ModelMessage, *, skip_tools: Collection[str] = DEFAULT_S
     Args:
         message: Any message; one with nothing searchable gives `''`.
         skip_tools: Tool names whose calls and returns are left out. Pass the search tool's name
-            when it is registered under another name or with a prefix.
+            when it is registered under another name or with a prefix. A `SkipTools` also leaves
+            out the parts it withholds (the text an answer may show of the message).
     """
-    return '\n'.join(piece.indexed for piece in _pieces(message, skip_tools) if piece.indexed)
+    return '\n'.join(piece.indexed for piece in _pieces(message, skip_tools) if piece is not None and piece.indexed)
 
 
 def display_lines(
@@ -144,7 +151,12 @@ def display_lines(
         rarity: The terms' idf, so the excerpt centres on the rarest term a part holds.
         skip_tools: As for `index_text`, so display and index agree on what a message holds.
     """
-    lines = [piece_line(piece, terms, rarity) for piece in _pieces(message, skip_tools)]
+    lines: list[str] = []
+    for piece in _pieces(message, skip_tools):
+        if piece is not None:
+            lines.append(piece_line(piece, terms, rarity))
+        elif WITHHELD not in lines:
+            lines.append(WITHHELD)
     if not lines and _is_skipped_tool_traffic(message, skip_tools):
         return [EARLIER_SEARCH]
     return lines or [NO_TEXT]
@@ -163,7 +175,8 @@ def _is_skipped_tool_traffic(message: ModelMessage, skip_tools: Collection[str])
     return any(getattr(part, 'tool_name', None) in skip_tools for part in message.parts)
 
 
-def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[Piece]:
+def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[Piece | None]:
+    """The pieces of the parts shown, `None` for each one withheld (see `_visibility`)."""
     if is_compaction_marker(message):
         return
     in_request = message.kind == 'request'
@@ -172,7 +185,19 @@ def _pieces(message: ModelMessage, skip_tools: Collection[str]) -> Iterator[Piec
             continue
         piece = _request_piece(part, skip_tools) if in_request else _response_piece(part)
         if piece is not None:
-            yield piece
+            yield None if _is_withheld(part, skip_tools) else piece
+
+
+def _is_withheld(part: object, skip_tools: Collection[str]) -> bool:
+    if getattr(part, 'part_kind', None) == CAPABILITY_PART_KIND:
+        # A capability part carrying a tool's result is that tool's output: withheld as its tool is
+        # (by name only: such a part has no `ui_visibility` stamp of its own).
+        return withholds(skip_tools, result_tool(part), None) if result_tool(part) is not None else False
+    if not isinstance(part, _parts.ToolCallPart | _parts.ToolReturnPart) and not _is_legacy_retry(part):
+        return False
+    tool_name: object = getattr(cast(object, part), 'tool_name', None)
+    stamp: object = getattr(cast(object, part), 'ui_visibility', None)  # absent before pydantic-ai 2.78
+    return withholds(skip_tools, tool_name if isinstance(tool_name, str) else None, stamp)
 
 
 def _is_machinery(part: object, skip_tools: Collection[str]) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import NamedTuple, cast
 
 from ._artifacts import HARNESS_LEGACY_SUMMARY_PREFIX, HARNESS_RECEIPT_TAG, HARNESS_SUMMARY_KEY
-from ._capability import CAPABILITY_PART_KIND, QUIET_REQUEST_KINDS, QUIET_RESPONSE_KINDS
+from ._capability import CAPABILITY_PART_KIND, QUIET_REQUEST_KINDS, QUIET_RESPONSE_KINDS, result_tool
 from ._markers import COMPACTION_MARKER_KEY
 from ._render import (
     EARLIER_SEARCH,
@@ -37,6 +37,7 @@ from ._render import (
     to_json,
     unknown_piece,
 )
+from ._visibility import WITHHELD, withholds
 
 __all__ = ('Prepared', 'prepare_stored', 'stored_lines')
 
@@ -44,9 +45,10 @@ __all__ = ('Prepared', 'prepare_stored', 'stored_lines')
 class Prepared(NamedTuple):
     """A stored message ready to display under any query: its pieces, and the tools it names."""
 
-    pieces: tuple[tuple[str | None, Piece], ...]
-    """Each shown part's piece, with the tool it calls or answers (`None` for other parts): a part
-    of a skipped tool is left out when the lines are made, since which tools are skipped is the caller's."""
+    pieces: tuple[tuple[str | None, str | None, Piece], ...]
+    """Each shown part's piece, with the tool it calls or answers (`None` for other parts) and that
+    part's `ui_visibility` stamp: a part of a skipped tool is left out, and one the caller withholds
+    shown as `WITHHELD`, when the lines are made, since which tools are skipped and withheld is the caller's."""
     tools: frozenset[str]
     """The tool names of all its parts, so that a message of nothing but skipped tool traffic says so."""
 
@@ -64,6 +66,8 @@ _TEXT_ITEM_KINDS = frozenset({'text-content', 'structured-content'})
 """User-prompt items whose `content` display shows (`StructuredContent` is a `TextContent`)."""
 
 _OUTCOMES = frozenset({*RETURN_LABELS, 'retried'})
+
+_VISIBILITIES = frozenset({'public', 'redacted', 'private'})
 
 _INVALID_JSON_KEY = 'INVALID_JSON'
 """What pydantic-ai's `args_as_dict` keys arguments that are not a JSON object under."""
@@ -94,7 +98,14 @@ def stored_lines(
     skip_tools: Collection[str],
 ) -> list[str]:
     """The message's display lines, exactly as `display_lines` gives them for the decoded message."""
-    lines = [piece_line(piece, terms, rarity) for tool, piece in prepared.pieces if tool not in skip_tools]
+    lines: list[str] = []
+    for tool, stamp, piece in prepared.pieces:
+        if tool is not None and tool in skip_tools:
+            continue
+        if tool is None or not withholds(skip_tools, tool, stamp):
+            lines.append(piece_line(piece, terms, rarity))
+        elif WITHHELD not in lines:
+            lines.append(WITHHELD)
     if not lines and any(tool in skip_tools for tool in prepared.tools):
         return [EARLIER_SEARCH]
     return lines or [NO_TEXT]
@@ -115,57 +126,51 @@ def _prepare(data: object) -> Prepared:
         pieces = _response_pieces(parts, kinds)
     else:
         raise _Unknown(kind)
-    return Prepared(tuple((tool, piece) for tool, piece in pieces if piece is not None), tools)
+    return Prepared(tuple((tool, stamp, piece) for tool, stamp, piece in pieces if piece is not None), tools)
 
 
-def _request_pieces(
-    parts: list[dict[str, object]], kinds: list[str], markers: list[bool]
-) -> Iterator[tuple[str | None, Piece | None]]:
+_Keyed = tuple[str | None, str | None, Piece | None]
+"""A part's piece with its tool and `ui_visibility` stamp (`None`, `None` for a part of no tool)."""
+
+
+def _request_pieces(parts: list[dict[str, object]], kinds: list[str], markers: list[bool]) -> Iterator[_Keyed]:
     for part, kind, marker in zip(parts, kinds, markers, strict=True):
         if marker:
             continue
         if kind == 'user-prompt':
             if not _is_receipt(part):
-                yield None, _text_piece('User: ', _user_text(part['content']), TEXT_LIMIT)
+                yield None, None, _text_piece('User: ', _user_text(part['content']), TEXT_LIMIT)
         elif kind == 'system-prompt':
             content = _str(part.get('content'))
             if not content.startswith(HARNESS_LEGACY_SUMMARY_PREFIX):
-                yield None, _text_piece('System: ', content, SHORT_LIMIT)
+                yield None, None, _text_piece('System: ', content, SHORT_LIMIT)
         elif kind == 'tool-return':
             yield _return_piece(part)
         elif kind == 'compaction':
             if not _is_summary_artifact(part):
-                yield None, _text_piece('Summary: ', _optional_str(part.get('content')) or '', TEXT_LIMIT)
+                yield None, None, _text_piece('Summary: ', _optional_str(part.get('content')) or '', TEXT_LIMIT)
         elif kind == 'speech':
-            yield None, _speech_piece(part)
+            yield None, None, _speech_piece(part)
         elif kind == 'retry-feedback':
-            yield None, _text_piece('Retry: ', retry_text(_str(part.get('content'))), TEXT_LIMIT)
+            yield None, None, _text_piece('Retry: ', retry_text(_str(part.get('content'))), TEXT_LIMIT)
         elif kind == 'instruction-delta':
-            yield None, _instruction_piece(part)
+            yield None, None, _instruction_piece(part)
         elif kind == CAPABILITY_PART_KIND:
-            yield _result_of(part), capability_piece(part, ())
+            yield result_tool(part), None, capability_piece(part, ())
         elif kind not in QUIET_REQUEST_KINDS:
-            yield None, _unknown_piece(kind, part)
+            yield None, None, _unknown_piece(kind, part)
 
 
-def _response_pieces(parts: list[dict[str, object]], kinds: list[str]) -> Iterator[tuple[str | None, Piece | None]]:
+def _response_pieces(parts: list[dict[str, object]], kinds: list[str]) -> Iterator[_Keyed]:
     for part, kind in zip(parts, kinds, strict=True):
         if kind == 'text':
-            yield None, _text_piece('Assistant: ', _str(part.get('content')), TEXT_LIMIT)
+            yield None, None, _text_piece('Assistant: ', _str(part.get('content')), TEXT_LIMIT)
         elif kind == 'tool-call':
             yield _call_piece(part)
         elif kind == 'speech':
-            yield None, _speech_piece(part)
+            yield None, None, _speech_piece(part)
         elif kind not in QUIET_RESPONSE_KINDS:
-            yield None, _unknown_piece(kind, part)
-
-
-def _result_of(part: dict[str, object]) -> str | None:
-    """The tool a capability part carries a result of, so that a skipped tool's is left out when shown."""
-    source = part.get('source')
-    if isinstance(source, dict) and cast(dict[str, object], source).get('source_kind') == 'tool-result':
-        return _str(cast(dict[str, object], source).get('tool_name'))
-    return None
+            yield None, None, _unknown_piece(kind, part)
 
 
 def _unknown_piece(kind: str, part: dict[str, object]) -> Piece | None:
@@ -250,14 +255,22 @@ def _speech_piece(part: dict[str, object]) -> Piece | None:
     return _text_piece(f'Speech [{speaker}]: ', _optional_str(part.get('transcript')) or '', TEXT_LIMIT)
 
 
-def _return_piece(part: dict[str, object]) -> tuple[str | None, Piece]:
+def _stamp(part: dict[str, object]) -> str | None:
+    """A tool part's `ui_visibility` stamp; a value pydantic-ai would not load goes through pydantic-ai."""
+    stamp = part.get('ui_visibility')
+    if stamp is not None and stamp not in _VISIBILITIES:
+        raise _Unknown('ui_visibility')
+    return cast(str | None, stamp)
+
+
+def _return_piece(part: dict[str, object]) -> _Keyed:
     tool_name = _str(part.get('tool_name'))
     outcome = part.get('outcome', 'success')
     if part.get('tool_kind') is not None or outcome not in _OUTCOMES or 'content' not in part:
         raise _Unknown('tool return')  # a typed part, or not one pydantic-ai would load
     content = part['content']
     _check_plain(content)
-    return tool_name, return_piece(tool_name, cast(str, outcome), content)
+    return tool_name, _stamp(part), return_piece(tool_name, cast(str, outcome), content)
 
 
 def _check_plain(value: object) -> None:
@@ -273,12 +286,13 @@ def _check_plain(value: object) -> None:
             _check_plain(item)
 
 
-def _call_piece(part: dict[str, object]) -> tuple[str | None, Piece]:
+def _call_piece(part: dict[str, object]) -> _Keyed:
     tool_name = _str(part.get('tool_name'))
     if part.get('tool_kind') is not None:
         raise _Unknown('tool call')  # a typed part
     args = _args_as_dict(part.get('args'))
-    return tool_name, Piece('', f'Tool call {tool_name}(', to_json(args) if args else '', SHORT_LIMIT, ')')
+    piece = Piece('', f'Tool call {tool_name}(', to_json(args) if args else '', SHORT_LIMIT, ')')
+    return tool_name, _stamp(part), piece
 
 
 def _args_as_dict(args: object) -> dict[str, object]:
