@@ -156,7 +156,7 @@ def _metadata_json(metadata: Any) -> str:
     if not isinstance(metadata, dict):
         raise UserError(f'Conversation metadata must be a dict or None, got {metadata!r}.')
     try:
-        text = json.dumps(metadata, sort_keys=True, separators=(',', ':'), allow_nan=False)
+        text = json.dumps(metadata, sort_keys=True, separators=(',', ':'), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise UserError(f'Conversation metadata must hold only JSON values ({error}): {metadata!r}.') from error
     if json.loads(text) != metadata:
