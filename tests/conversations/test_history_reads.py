@@ -85,6 +85,10 @@ async def test_read_history_reads_the_branches_a_conversation_left(conversation_
     assert record is not None and record.head_id == left[3].id and record.branches == [left[-1].id, live[-1].id]
 
 
+@pytest.mark.skipif(
+    not hasattr(ConversationStore, 'write_details'),
+    reason="pydantic-ai-slim>=2.78's save (before it, a cleaned window is saved as an edit, on every store)",
+)
 async def test_a_save_that_reads_back_before_its_window_appends(conversation_store: ConversationStore) -> None:
     # Stored: a history that ends in two requests in a row, which a run sends merged into one.
     store = conversation_store

@@ -39,6 +39,7 @@ from pydantic_ai.run import AgentRunResult
 
 from ..base import WorkflowCodeIOError
 from ._api import ConversationConflict, ConversationEntry, ConversationRecord, ConversationStore
+from ._durable_update import UpdateConversation, UpdatedConversation, expected_keyword, require_update
 from ._idempotent import ConversationSaved, idempotent_save
 
 if TYPE_CHECKING:
@@ -52,9 +53,6 @@ __all__ = (
     'UpdateConversation',
     'UpdatedConversation',
 )
-
-HAS_UPDATE = hasattr(ConversationStore, 'update')
-"""Whether the installed pydantic-ai has `ConversationStore.update` (pydantic-ai-slim>=2.78)."""
 
 _NAME = re.compile(r'[A-Za-z0-9_\-]{1,100}')
 
@@ -82,37 +80,6 @@ class SaveConversation:
     conversation: Conversation
     save_id: str
     scope: str | None = None
-
-
-@dataclass(frozen=True)
-class UpdateConversation:
-    """The input of the durable `update`: what `ConversationStore.update` takes, with only the fields passed.
-
-    Attributes:
-        conversation_id: The conversation to update.
-        details: The fields to change (`'title'`, `'metadata'`); a key left out is left as it is.
-        expected: `{'title': ...}` when `expected_title` was passed, else empty.
-        scope: As for `ConversationStore.update`.
-    """
-
-    conversation_id: str
-    details: dict[str, Any]
-    expected: dict[str, Any]
-    scope: str | None = None
-
-
-@dataclass(frozen=True)
-class UpdatedConversation:
-    """The output of the durable `update`: the record as stored after it, or why it was not written.
-
-    A title that no longer matches `expected_title` is an answer the workflow handles, not a failure
-    of the unit: it is recorded as `conflict` (the message) and raised again as `ConversationConflict`
-    in workflow code, so a replay or a recovery raises the same exception (an exception the engine
-    recorded would come back as its own error type, or, pickled, with its message lost).
-    """
-
-    record: ConversationRecord | None
-    conflict: str | None = None
 
 
 class DurableConversationStore(ConversationStore, ABC):
@@ -172,9 +139,15 @@ class DurableConversationStore(ConversationStore, ABC):
     async def _save_durably(self, request: SaveConversation) -> ConversationSaved:
         """Run `save_operation(request)` as the engine's durable unit and return its (recorded) result."""
 
-    @abstractmethod
     async def _update_durably(self, request: UpdateConversation) -> UpdatedConversation:
-        """Run `update_operation(request)` as the engine's durable unit and return its (recorded) result."""
+        """Run `update_operation(request)` as the engine's durable unit and return its (recorded) result.
+
+        Not abstract, so a subclass written before `update` existed still builds; it refuses instead
+        of writing from workflow code.
+        """
+        raise NotImplementedError(
+            f'{type(self).__name__} runs no durable `update`: it does not override _update_durably.'
+        )
 
     # --- The bodies of the durable units ----------------------------------------------------------------
 
@@ -195,10 +168,10 @@ class DurableConversationStore(ConversationStore, ABC):
         field it sets already holds the value it sets, that is this update's own write (or an equal
         one), and the retry answers with the record. Any other `ConversationConflict` is the answer.
         """
-        _require_update(type(self).__name__)
+        require_update(type(self).__name__)
         try:
             record = await self._store.update(
-                request.conversation_id, scope=request.scope, **request.details, **_expected_title(request.expected)
+                request.conversation_id, scope=request.scope, **request.details, **expected_keyword(request.expected)
             )
         except ConversationConflict as conflict:
             current = await self._store.read_record(request.conversation_id)
@@ -297,7 +270,7 @@ class DurableConversationStore(ConversationStore, ABC):
             ConversationConflict: Its title is not `expected_title`; nothing was written.
             NotImplementedError: pydantic-ai is older than 2.78, or the wrapped store has no `write_details`.
         """
-        _require_update(type(self).__name__)
+        require_update(type(self).__name__)
         details: dict[str, Any] = {}
         if not isinstance(title, Unset):
             details['title'] = title
@@ -306,7 +279,7 @@ class DurableConversationStore(ConversationStore, ABC):
         expected: dict[str, Any] = {} if isinstance(expected_title, Unset) else {'title': expected_title}
         request = UpdateConversation(conversation_id, details, expected, scope)
         if not self.in_workflow_code():
-            return await self._store.update(conversation_id, scope=scope, **details, **_expected_title(expected))
+            return await self._store.update(conversation_id, scope=scope, **details, **expected_keyword(expected))
         updated = await self._update_durably(request)
         if updated.record is None:
             raise ConversationConflict(conversation_id, message=updated.conflict)
@@ -371,18 +344,6 @@ class DurableConversationStore(ConversationStore, ABC):
         """The wrapped store's (one query on the SQL stores); refused in workflow code."""
         self._refuse('read_history')
         return await self._store.read_history(head_id, limit=limit)
-
-
-def _require_update(wrapper: str) -> None:
-    if not HAS_UPDATE:
-        raise NotImplementedError(
-            f'{wrapper}.update needs pydantic-ai-slim>=2.78 (ConversationStore.update): the installed one has none.'
-        )
-
-
-def _expected_title(expected: dict[str, Any]) -> dict[str, Any]:
-    """`update`'s `expected_title` keyword from an `UpdateConversation.expected`, if it carries one."""
-    return {'expected_title': expected['title']} if 'title' in expected else {}
 
 
 def _entries(saved: ConversationSaved, messages: Sequence[Any]) -> list[ConversationEntry]:
