@@ -136,6 +136,11 @@ async def test_write_details_checks_revision_and_expected_values(conversation_st
         'c-1', {'metadata': {'k': 'w'}}, expected_revision=current.revision, expected={'metadata': {'k': 'v'}}
     )
     assert written.metadata == {'k': 'w'} and written.updated_at == current.updated_at
+    # Nothing to write: still an answer only for the record as expected.
+    same = await store.write_details('c-1', {}, expected_revision=current.revision, expected={'title': 'ZEBRA'})
+    assert (same.title, same.metadata, same.revision) == ('ZEBRA', {'k': 'w'}, current.revision)
+    with pytest.raises(ConversationConflict):
+        await store.write_details('c-1', {}, expected_revision=current.revision, expected={'title': None})
 
 
 async def test_updates_of_different_fields_at_once_both_land(conversation_kit: ConversationKit) -> None:
