@@ -127,7 +127,7 @@ async def test_in_workflow_code_other_io_is_refused_and_a_plain_save_needs_an_id
 
     store = _Inline(InMemoryConversationStore())
     store.workflow = True
-    with pytest.raises(WorkflowCodeIOError, match='only `load` and `save` are durable'):
+    with pytest.raises(WorkflowCodeIOError, match='only `load`, `save` and `update` are durable'):
         await store.list_conversations()
     with pytest.raises(UserError, match='save_id'):
         await store.save(Conversation(conversation_id='x'))

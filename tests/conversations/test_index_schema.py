@@ -40,7 +40,7 @@ async def test_the_index_tables_are_pinned(tmp_path: Path) -> None:
         await store.aclose()
     with closing(sqlite3.connect(path)) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('4',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('5',)
         indexed = conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall()
     assert tables == {
         'drc_meta',
@@ -76,8 +76,10 @@ async def test_a_version_1_file_is_migrated_and_its_conversations_indexed(tmp_pa
             conn.execute(statement)
         conn.execute("INSERT INTO drc_meta (key, value) VALUES ('schema_version', '1')")
         conn.execute('ATTACH DATABASE ? AS written', (str(written),))
-        for table in ('drc_records', 'drc_branches', 'drc_entries'):
+        for table in ('drc_branches', 'drc_entries'):
             conn.execute(f'INSERT INTO {table} SELECT * FROM written.{table}')
+        columns = ', '.join(row[1] for row in conn.execute('PRAGMA table_info(drc_records)'))
+        conn.execute(f'INSERT INTO drc_records SELECT {columns} FROM written.drc_records')
         conn.execute('DETACH DATABASE written')
 
     upgraded = SqliteConversationStore(old)
@@ -89,7 +91,7 @@ async def test_a_version_1_file_is_migrated_and_its_conversations_indexed(tmp_pa
         await upgraded.aclose()
     assert 'remember juliet zulu' in answer
     with closing(sqlite3.connect(old)) as conn:
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('4',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('5',)
         assert conn.execute('SELECT run_id, seen FROM drc_index_runs').fetchall() == [('old-1', 10)]
 
 
@@ -120,6 +122,8 @@ async def test_a_version_2_index_is_rebuilt_in_version_3s_postings_layout(tmp_pa
                 (old, scope_key, term),
             )
         conn.execute("UPDATE drc_meta SET value = '2' WHERE key = 'schema_version'")
+        for column in ('title', 'metadata'):  # what version 5 adds
+            conn.execute(f'ALTER TABLE drc_records DROP COLUMN {column}')
 
     upgraded = SqliteConversationStore(path)
     try:
@@ -131,7 +135,7 @@ async def test_a_version_2_index_is_rebuilt_in_version_3s_postings_layout(tmp_pa
     assert 'remember juliet zulu' in before
     assert after == before
     with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('4',)
+        assert conn.execute("SELECT value FROM drc_meta WHERE key = 'schema_version'").fetchone() == ('5',)
 
 
 async def test_other_stores_and_options_keep_the_in_memory_path(tmp_path: Path) -> None:

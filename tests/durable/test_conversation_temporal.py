@@ -11,14 +11,21 @@ nothing; a changed workflow must fail replay.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.conversation_store import ConversationConflict, ConversationRecord
 from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 
+from durable_recall import StoreUnavailableError, WorkflowCodeIOError
+from durable_recall.conversations import SqliteConversationStore
 from durable_recall.temporal import TemporalConversationStore
 
 from .._services.temporal import activity_names, make_worker, replay
@@ -38,6 +45,60 @@ CONVERSATIONS = TemporalConversationStore(
     },
 )
 AGENT = recall_agent('conversation_temporal', STORE, TemporalDurability())
+
+HAS_UPDATE = hasattr(SqliteConversationStore, 'update')
+"""pydantic-ai-slim>=2.78: `ConversationStore.update` (a conversation's title and metadata)."""
+
+
+class LosingTitleStore(SqliteConversationStore):
+    """A SQLite store whose `write_details` for the conversations in `lose_answer` commits, then fails once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lose_answer: set[str] = set()
+        self.details_writes: dict[str, int] = {}
+
+    async def write_details(self, conversation_id: str, details: Any, **kwargs: Any) -> ConversationRecord:
+        record = await super().write_details(conversation_id, details, **kwargs)
+        self.details_writes[conversation_id] = self.details_writes.get(conversation_id, 0) + 1
+        if conversation_id in self.lose_answer:
+            self.lose_answer.discard(conversation_id)
+            raise StoreUnavailableError(f'the answer of the update of {conversation_id!r} was lost (after its commit)')
+        return record
+
+
+TITLE_STORE = LosingTitleStore(STORE_DIR / 'conversation-titles-temporal.db')
+TITLES = TemporalConversationStore(
+    TITLE_STORE,
+    name='titles',
+    activity_config={
+        'start_to_close_timeout': timedelta(seconds=30),
+        'retry_policy': RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=3),
+    },
+)
+
+
+@workflow.defn(name='durable_recall_tests.ConversationTitles')
+class ConversationTitles:
+    """Titles a conversation as an agent would, then as a second agent would (which must not replace it)."""
+
+    @workflow.run
+    async def run(self, conversation_id: str) -> list[Any]:
+        said: list[Any] = []
+        titled = await TITLES.update(conversation_id, title='ZEBRA agent title', expected_title=None)
+        said.append(titled.title)
+        try:
+            await TITLES.update(conversation_id, title='QUAGGA second title', expected_title=None)
+            said.append('replaced')
+        except ConversationConflict as conflict:
+            said.append(f'conflict: {conflict}')
+        updated = await TITLES.update(conversation_id, metadata={'model': 'okapi', 'turns': 1})
+        said += [updated.title, updated.metadata]
+        try:
+            await TITLES.read_record(conversation_id)
+        except WorkflowCodeIOError:
+            said.append('read_record refused')
+        return said
 
 
 @workflow.defn(name='durable_recall_tests.ConversationLoop')
@@ -65,7 +126,9 @@ def test_the_activity_names_are_pinned() -> None:
     assert [getattr(a, '__temporal_activity_definition').name for a in CONVERSATIONS.activities] == [
         'durable_recall__conversation_store__support__load',
         'durable_recall__conversation_store__support__save',
+        'durable_recall__conversation_store__support__update',
     ]
+    assert CONVERSATIONS.update_activity_name == 'durable_recall__conversation_store__support__update'
     policy = CONVERSATIONS.activity_config.get('retry_policy')
     assert policy is not None and 'ConversationConflict' in (policy.non_retryable_error_types or [])
 
@@ -109,3 +172,60 @@ async def test_load_run_save_is_durable_retried_and_replayed(temporal_env: Workf
     assert (await replay(history, workflows=[ConversationLoop])).replay_failure is None
     assert await stored(STORE, conversation_id) == before and STORE.writes[conversation_id] == len(TURNS)
     assert (await replay(history, workflows=[ConversationLoopChanged])).replay_failure is not None
+
+
+def _activity_attempts(history: Any, name: str) -> list[int]:
+    scheduled = {
+        event.event_id: event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField('activity_task_scheduled_event_attributes')
+    }
+    return [
+        event.activity_task_started_event_attributes.attempt
+        for event in history.events
+        if event.HasField('activity_task_started_event_attributes')
+        and scheduled[event.activity_task_started_event_attributes.scheduled_event_id] == name
+    ]
+
+
+@pytest.mark.skipif(not HAS_UPDATE, reason='ConversationStore.update needs pydantic-ai-slim>=2.78')
+async def test_update_is_an_activity_retried_and_replayed(temporal_env: WorkflowEnvironment) -> None:
+    conversation_id = f'titled-{uuid.uuid4()}'
+    messages: Sequence[Any] = [
+        ModelRequest(parts=[UserPromptPart('plan a trip')]),
+        ModelResponse(parts=[TextPart('ok')]),
+    ]
+    await TITLE_STORE.save(Conversation(conversation_id=conversation_id, messages=list(messages)))
+    TITLE_STORE.lose_answer.add(conversation_id)  # the first update commits, then its answer is lost
+    client = temporal_env.client
+    async with make_worker(
+        client, workflows=[ConversationTitles], activities=TITLES.activities, max_cached_workflows=0
+    ) as worker:
+        handle = await client.start_workflow(
+            ConversationTitles.run,
+            conversation_id,
+            id=f'titles-{conversation_id}',
+            task_queue=worker.task_queue,
+            execution_timeout=timedelta(seconds=60),
+        )
+        said = await handle.result()
+    history = await handle.fetch_history()
+
+    assert said[0] == 'ZEBRA agent title', 'the retried update recognised its own write'
+    assert (
+        said[1]
+        == f"conflict: Conversation {conversation_id!r} is titled 'ZEBRA agent title', not None, so it was not updated."
+    )
+    assert said[2:] == ['ZEBRA agent title', {'model': 'okapi', 'turns': 1}, 'read_record refused']
+    record = await TITLE_STORE.read_record(conversation_id)
+    assert record is not None and (record.title, record.metadata) == (
+        'ZEBRA agent title',
+        {'model': 'okapi', 'turns': 1},
+    )
+    assert TITLE_STORE.details_writes[conversation_id] == 2  # the title once (not again on retry), the metadata once
+
+    update = 'durable_recall__conversation_store__titles__update'
+    assert activity_names(history) == [update] * 3
+    assert _activity_attempts(history, update) == [2, 1, 1], 'Temporal retried the update whose answer was lost'
+    assert (await replay(history, workflows=[ConversationTitles])).replay_failure is None
+    assert TITLE_STORE.details_writes[conversation_id] == 2, 'the replay touched nothing'

@@ -11,7 +11,8 @@ reads of the entry log), caught up from the entries saved since it was last inde
 
 For workflow code: `idempotent_save` (a save a retry recognises as its own) and
 `DurableConversationStore`, the engine-free base of `durable_recall.temporal.TemporalConversationStore`
-and `durable_recall.dbos.DBOSConversationStore`, whose `load` and `save` run as activities or steps.
+and `durable_recall.dbos.DBOSConversationStore`, whose `load`, `save` and `update` run as activities or
+steps.
 
 The Postgres store loads on first use, so importing this package (which Temporal's sandbox does for
 every workflow run) loads no driver.
@@ -23,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import warm_codec
 from ._api import ConversationEntry, ConversationRecord
-from ._durable import DurableConversationStore, LoadConversation, LoadedConversation, SaveConversation
+from ._durable import (
+    DurableConversationStore,
+    LoadConversation,
+    LoadedConversation,
+    SaveConversation,
+    UpdateConversation,
+    UpdatedConversation,
+)
 from ._entry_log import EntryLog, IndexedConversation, LogRun
 from ._errors import CorruptConversationError
 from ._idempotent import ConversationSaved, idempotent_save, save_revision
@@ -52,6 +60,8 @@ __all__ = (
     'PostgresConversationStore',
     'SaveConversation',
     'SqliteConversationStore',
+    'UpdateConversation',
+    'UpdatedConversation',
     'idempotent_save',
     'save_revision',
 )

@@ -8,6 +8,8 @@ install, never with a bare `ModuleNotFoundError`, and the rest of durable-recall
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..base import require_conversation_store
 
 try:
@@ -21,4 +23,17 @@ except ImportError:
     require_conversation_store('durable_recall.conversations')  # raises, naming the version needed
     raise  # the API is there but failed to import: that error is the one to see
 
-__all__ = ('ConversationConflict', 'ConversationEntry', 'ConversationRecord', 'ConversationStore')
+__all__ = (
+    'RECORD_HAS_DETAILS',
+    'ConversationConflict',
+    'ConversationEntry',
+    'ConversationRecord',
+    'ConversationStore',
+)
+
+RECORD_HAS_DETAILS = {'title', 'metadata'} <= {field.name for field in dataclasses.fields(ConversationRecord)}
+"""Whether the installed `ConversationRecord` carries `title` and `metadata` (pydantic-ai-slim>=2.78).
+
+Before that (2.68 to 2.77) the stores keep the columns but have nothing to return them on, and
+`ConversationStore` has no `update`; our `write_details` then refuses, as core's default does.
+"""

@@ -12,15 +12,16 @@ retried after a crash conflicts with its own commit. A durability capability can
 agent run there is no run context, so a `@durable_operation` runs inline.
 
 So the engine wrappers (`durable_recall.temporal.TemporalConversationStore`,
-`durable_recall.dbos.DBOSConversationStore`) subclass this class: in workflow code `load` and `save`
-run as one activity or step each, under stable names built from the wrapper's `name`, and `save` is
+`durable_recall.dbos.DBOSConversationStore`) subclass this class: in workflow code `load`, `save` and
+`update` (a conversation's title and metadata, pydantic-ai-slim>=2.78) run as one activity or step
+each, under stable names built from the wrapper's `name`, and `save` is
 [`idempotent_save`][durable_recall.conversations.idempotent_save] keyed by the agent run's id, which
 the durability capabilities keep stable across replay and recovery. Everywhere else (activities,
 steps, plain code) every method is the wrapped store's. The other `ConversationStore` methods
 (`branch`, `fork`, `delete`, listing) refuse to run in workflow code rather than do I/O there.
 
 This module knows no engine: a subclass says whether the caller is workflow code and how to run the
-two operations durably.
+three operations durably.
 """
 
 from __future__ import annotations
@@ -29,17 +30,29 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic_ai._utils import UNSET, Unset
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.run import AgentRunResult
 
 from ..base import WorkflowCodeIOError
-from ._api import ConversationEntry, ConversationRecord, ConversationStore
+from ._api import ConversationConflict, ConversationEntry, ConversationRecord, ConversationStore
+from ._durable_update import UpdateConversation, UpdatedConversation, expected_keyword, require_update
 from ._idempotent import ConversationSaved, idempotent_save
 
-__all__ = ('DurableConversationStore', 'LoadConversation', 'LoadedConversation', 'SaveConversation')
+if TYPE_CHECKING:
+    from pydantic_ai.conversation_store import ConversationDetails
+
+__all__ = (
+    'DurableConversationStore',
+    'LoadConversation',
+    'LoadedConversation',
+    'SaveConversation',
+    'UpdateConversation',
+    'UpdatedConversation',
+)
 
 _NAME = re.compile(r'[A-Za-z0-9_\-]{1,100}')
 
@@ -126,6 +139,16 @@ class DurableConversationStore(ConversationStore, ABC):
     async def _save_durably(self, request: SaveConversation) -> ConversationSaved:
         """Run `save_operation(request)` as the engine's durable unit and return its (recorded) result."""
 
+    async def _update_durably(self, request: UpdateConversation) -> UpdatedConversation:
+        """Run `update_operation(request)` as the engine's durable unit and return its (recorded) result.
+
+        Not abstract, so a subclass written before `update` existed still builds; it refuses instead
+        of writing from workflow code.
+        """
+        raise NotImplementedError(
+            f'{type(self).__name__} runs no durable `update`: it does not override _update_durably.'
+        )
+
     # --- The bodies of the durable units ----------------------------------------------------------------
 
     async def load_operation(self, request: LoadConversation) -> LoadedConversation:
@@ -136,6 +159,30 @@ class DurableConversationStore(ConversationStore, ABC):
     async def save_operation(self, request: SaveConversation) -> ConversationSaved:
         """The durable `save`'s body: `idempotent_save`, so a retry after a lost answer succeeds."""
         return await idempotent_save(self._store, request.conversation, save_id=request.save_id, scope=request.scope)
+
+    async def update_operation(self, request: UpdateConversation) -> UpdatedConversation:
+        """The durable `update`'s body: the wrapped store's `update`, which a retry after a lost answer repeats safely.
+
+        Writing the same title and metadata again changes nothing. With `expected_title`, a retry
+        after the first attempt's commit finds the title it wrote, not the one it expected: when every
+        field it sets already holds the value it sets, that is this update's own write (or an equal
+        one), and the retry answers with the record. Any other `ConversationConflict` is the answer.
+        """
+        require_update(type(self).__name__)
+        try:
+            record = await self._store.update(
+                request.conversation_id, scope=request.scope, **request.details, **expected_keyword(request.expected)
+            )
+        except ConversationConflict as conflict:
+            current = await self._store.read_record(request.conversation_id)
+            if (
+                not request.details
+                or current is None
+                or any(getattr(current, key) != value for key, value in request.details.items())
+            ):
+                return UpdatedConversation(None, str(conflict))
+            record = current
+        return UpdatedConversation(record)
 
     # --- The ConversationStore API ----------------------------------------------------------------------
 
@@ -203,13 +250,48 @@ class DurableConversationStore(ConversationStore, ABC):
             result._conversation_saved(saved.revision)  # pyright: ignore[reportPrivateUsage]
         return _entries(saved, messages)
 
+    async def update(
+        self,
+        conversation_id: str,
+        *,
+        title: str | None | Unset = UNSET,
+        metadata: dict[str, Any] | None | Unset = UNSET,
+        expected_title: str | None | Unset = UNSET,
+        scope: str | None = None,
+    ) -> ConversationRecord:
+        """Change a title or metadata as `ConversationStore.update` does; in workflow code, as one durable unit.
+
+        Needs pydantic-ai-slim>=2.78. Of the arguments only those passed cross the engine's journal,
+        so `metadata` must be what the engine can serialise (the SQL stores keep JSON objects).
+        A retried unit recognises its own write (see `update_operation`).
+
+        Raises:
+            UserError: The store does not have the conversation (in its `scope`).
+            ConversationConflict: Its title is not `expected_title`; nothing was written.
+            NotImplementedError: pydantic-ai is older than 2.78, or the wrapped store has no `write_details`.
+        """
+        require_update(type(self).__name__)
+        details: dict[str, Any] = {}
+        if not isinstance(title, Unset):
+            details['title'] = title
+        if not isinstance(metadata, Unset):
+            details['metadata'] = metadata
+        expected: dict[str, Any] = {} if isinstance(expected_title, Unset) else {'title': expected_title}
+        request = UpdateConversation(conversation_id, details, expected, scope)
+        if not self.in_workflow_code():
+            return await self._store.update(conversation_id, scope=scope, **details, **expected_keyword(expected))
+        updated = await self._update_durably(request)
+        if updated.record is None:
+            raise ConversationConflict(conversation_id, message=updated.conflict)
+        return updated.record
+
     # --- Storage primitives: the wrapped store's, never in workflow code ----------------------------------
 
     def _refuse(self, method: str) -> None:
         if self.in_workflow_code():
             raise WorkflowCodeIOError(
                 f'{type(self).__name__}.{method} was called in workflow code, where store I/O would break replay. '
-                'In workflow code only `load` and `save` are durable; branch, fork, list or delete '
+                'In workflow code only `load`, `save` and `update` are durable; branch, fork, list or delete '
                 'conversations in an activity or step of your own (with the wrapped store).'
             )
 
@@ -233,6 +315,20 @@ class DurableConversationStore(ConversationStore, ABC):
         """The wrapped store's; refused in workflow code."""
         self._refuse('write_record')
         await self._store.write_record(record, new_entries=new_entries, expected_revision=expected_revision)
+
+    async def write_details(
+        self,
+        conversation_id: str,
+        details: ConversationDetails,
+        *,
+        expected_revision: str,
+        expected: ConversationDetails | None = None,
+    ) -> ConversationRecord:
+        """The wrapped store's; refused in workflow code (where `update` is the durable unit)."""
+        self._refuse('write_details')
+        return await self._store.write_details(
+            conversation_id, details, expected_revision=expected_revision, expected=expected
+        )
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """The wrapped store's; refused in workflow code."""

@@ -38,6 +38,11 @@ entries and indexes them.
 Version 4 (Postgres only, as the step store's version 12) keeps rare words' open tails many to a
 row, in `drc_index_groups`, with each scope's bucket count in `drc_index_scopes.group_bits`.
 
+Version 5 adds a conversation's details to `drc_records`: `title` (text) and `metadata` (JSON text,
+canonical: sorted keys), both nullable, so every stored conversation upgrades in place with neither
+set. They are what `ConversationStore.update` changes (pydantic-ai-slim>=2.78), and only it: a save
+never writes them.
+
 Postgres statements name tables through `{meta}`, `{records}`, `{branches}`, `{entries}` and the
 index tables' names (`{runs}`, `{pending}`, `{index_*}`, `{index_conversations}`), which the store
 fills with (optionally schema-qualified) identifiers; ids use the "C" collation so that
@@ -176,6 +181,11 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     (
         # Version 4 changes only Postgres (rare words' grouped tails): SQLite keeps a row per tail.
     ),
+    (
+        # Version 5: a conversation's title and metadata (`ConversationStore.update`).
+        'ALTER TABLE drc_records ADD COLUMN title TEXT',
+        'ALTER TABLE drc_records ADD COLUMN metadata TEXT',
+    ),
 )
 
 POSTGRES_META: LiteralString = 'CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
@@ -302,6 +312,11 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         ') WITH (fillfactor = 70)',
         'ALTER TABLE {index_groups} ALTER COLUMN terms SET STORAGE EXTERNAL',
         'ALTER TABLE {index_scopes} ADD COLUMN group_bits SMALLINT NOT NULL DEFAULT 0',
+    ),
+    (
+        # Version 5: see the SQLite list (`title` compares by code point, as Python does).
+        'ALTER TABLE {records} ADD COLUMN title TEXT COLLATE "C"',
+        'ALTER TABLE {records} ADD COLUMN metadata TEXT',
     ),
 )
 

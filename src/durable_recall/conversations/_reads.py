@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic_ai.exceptions import UserError
 
-from ._api import ConversationEntry, ConversationRecord
+from ._api import RECORD_HAS_DETAILS, ConversationEntry, ConversationRecord
 from ._rows import decode_entry, decode_record
 
-__all__ = ('check_limit', 'decode_history', 'decode_records')
+__all__ = ('check_details', 'check_limit', 'decode_history', 'decode_records')
 
 
 def check_limit(limit: int | None) -> None:
@@ -21,6 +21,19 @@ def check_limit(limit: int | None) -> None:
     """
     if limit is not None and limit < 0:
         raise UserError('`limit` must not be negative.')
+
+
+def check_details(store: str) -> None:
+    """Refuse `write_details` where the installed `ConversationRecord` cannot carry what it writes.
+
+    Raises:
+        NotImplementedError: pydantic-ai is older than 2.78 (as core's default `write_details` does).
+    """
+    if not RECORD_HAS_DETAILS:
+        raise NotImplementedError(
+            f'{store}.write_details needs pydantic-ai-slim>=2.78, whose ConversationRecord has `title` and '
+            '`metadata`: the installed one has not.'
+        )
 
 
 def decode_records(rows: Sequence[tuple[Sequence[Any], Sequence[str]]]) -> list[ConversationRecord]:

@@ -1,4 +1,4 @@
-"""`TemporalConversationStore`: a conversation store whose `load` and `save` are Temporal activities in workflow code.
+"""`TemporalConversationStore`: a conversation store whose store calls in workflow code are Temporal activities.
 
 Workflow code loads, runs and saves as pydantic-ai documents it:
 
@@ -7,12 +7,13 @@ Workflow code loads, runs and saves as pydantic-ai documents it:
     await conversations.save(result)
 
 `load` is the activity `durable_recall__conversation_store__<name>__load`, `save` the activity
-`durable_recall__conversation_store__<name>__save` (compatibility data, pinned in tests). Their
-inputs and results are recorded in the workflow history, so a replay gets the conversation the
-first execution loaded and never touches the store. The save is keyed by the agent run's id, which
-`TemporalDurability()` derives from the workflow, so an activity retried after its commit (the
-answer lost to a worker crash or a timeout) recognises its own commit instead of raising
-`ConversationConflict`.
+`durable_recall__conversation_store__<name>__save` and `update` (a title or metadata,
+pydantic-ai-slim>=2.78) the activity `durable_recall__conversation_store__<name>__update`
+(compatibility data, pinned in tests). Their inputs and results are recorded in the workflow
+history, so a replay gets the conversation the first execution loaded and never touches the store.
+The save is keyed by the agent run's id, which `TemporalDurability()` derives from the workflow, so
+an activity retried after its commit (the answer lost to a worker crash or a timeout) recognises its
+own commit instead of raising `ConversationConflict`; so does a retried `update`.
 
 Register the activities on the worker (`Worker(..., activities=conversations.activities)`); the
 workflow module builds the wrapper at module level next to the agent, as it builds the agent.
@@ -39,6 +40,8 @@ from ..conversations import (
     LoadConversation,
     LoadedConversation,
     SaveConversation,
+    UpdateConversation,
+    UpdatedConversation,
 )
 
 __all__ = ('TemporalConversationStore',)
@@ -49,12 +52,13 @@ _NON_RETRYABLE: tuple[type[BaseException], ...] = (
     StoreConfigurationError,
     WorkflowCodeIOError,
     CorruptConversationError,
+    NotImplementedError,
 )
 """Errors a retry cannot fix. Temporal matches the raised class's exact name, so subclasses are listed too."""
 
 
 class TemporalConversationStore(DurableConversationStore):
-    """A `ConversationStore` whose `load` and `save`, called from Temporal workflow code, are activities.
+    """A `ConversationStore` whose `load`, `save` and `update`, called from Temporal workflow code, are activities.
 
     Outside workflow code (activities, the worker's own code, scripts) it is the wrapped store. In
     workflow code the other `ConversationStore` methods (`branch`, `fork`, `delete`, listing) raise
@@ -62,11 +66,12 @@ class TemporalConversationStore(DurableConversationStore):
 
     Args:
         store: The store the activities read and write.
-        name: Names the activities: `durable_recall__conversation_store__<name>__load` and `__save`.
-            Compatibility data: renaming it strands workflows in flight.
-        activity_config: Options for both activities (`workflow.execute_activity` keywords);
+        name: Names the activities: `durable_recall__conversation_store__<name>__load`, `__save` and
+            `__update`. Compatibility data: renaming it strands workflows in flight.
+        activity_config: Options for the activities (`workflow.execute_activity` keywords);
             defaults to a 60-second `start_to_close_timeout`. The errors a retry cannot fix
-            (`ConversationConflict`, `UserError`, configuration and corruption errors) are added to
+            (`ConversationConflict`, `UserError`, `NotImplementedError`, configuration and corruption
+            errors) are added to
             its retry policy's non-retryable types.
     """
 
@@ -82,6 +87,7 @@ class TemporalConversationStore(DurableConversationStore):
         prefix = f'durable_recall__conversation_store__{name}'
         self.load_activity_name = f'{prefix}__load'
         self.save_activity_name = f'{prefix}__save'
+        self.update_activity_name = f'{prefix}__update'
 
         @activity.defn(name=self.load_activity_name)
         async def load(request: LoadConversation) -> LoadedConversation:
@@ -91,13 +97,18 @@ class TemporalConversationStore(DurableConversationStore):
         async def save(request: SaveConversation) -> ConversationSaved:
             return await self.save_operation(request)
 
+        @activity.defn(name=self.update_activity_name)
+        async def update(request: UpdateConversation) -> UpdatedConversation:
+            return await self.update_operation(request)
+
         self._load_activity = load
         self._save_activity = save
+        self._update_activity = update
 
     @property
     def activities(self) -> Sequence[Callable[..., Any]]:
-        """The two activities, for `Worker(..., activities=[*conversations.activities, ...])`."""
-        return (self._load_activity, self._save_activity)
+        """The three activities, for `Worker(..., activities=[*conversations.activities, ...])`."""
+        return (self._load_activity, self._save_activity, self._update_activity)
 
     def in_workflow_code(self) -> bool:
         """True in workflow code (`workflow.in_workflow()`), false in activities and elsewhere."""
@@ -111,6 +122,11 @@ class TemporalConversationStore(DurableConversationStore):
     async def _save_durably(self, request: SaveConversation) -> ConversationSaved:
         return await workflow.execute_activity(
             self._save_activity, request, **self._config(f'save conversation {request.conversation.conversation_id}')
+        )
+
+    async def _update_durably(self, request: UpdateConversation) -> UpdatedConversation:
+        return await workflow.execute_activity(
+            self._update_activity, request, **self._config(f'update conversation {request.conversation_id}')
         )
 
     def _config(self, summary: str) -> ActivityConfig:

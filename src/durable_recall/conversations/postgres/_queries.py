@@ -10,6 +10,10 @@ Deletes release entries, so they must not race a save or fork that is about to p
 take a transaction-scoped advisory lock per lineage (see `_rows`) they touch, in sorted order: saves
 shared (saves of one lineage never wait on each other), deletes exclusive. A save checks that the
 entries it points at exist only once it holds its locks.
+
+A save never writes a stored record's `title` or `metadata`: `write_details` does, in one
+`UPDATE ... WHERE revision = %s AND title IS NOT DISTINCT FROM %s`, whose condition the second of
+two concurrent updates re-evaluates against the first's committed row, as a save's does.
 """
 
 from __future__ import annotations
@@ -18,26 +22,27 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
-from .._rows import encode_entry, encode_record, entry_lineages
+from .._rows import encode_details, encode_entry, encode_record, entry_lineages
 from ._entry_log import forget_index
 from ._tables import lock_key
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
     from psycopg.rows import TupleRow
+    from pydantic_ai.conversation_store import ConversationDetails
 
     from ...stores.postgres import PostgresConnector
 
-__all__ = ('HISTORY', 'RECORDS', 'delete_record', 'write_record')
+__all__ = ('HISTORY', 'RECORDS', 'delete_record', 'write_details', 'write_record')
 
 _COLUMNS: LiteralString = (
     'conversation_id, scope, head_id, head_lineage, revision, updated_at, forked_from, forked_at, usage, deferred,'
-    ' format_version'
+    ' format_version, title, metadata'
 )
 
 RECORDS: LiteralString = (
     'SELECT r.conversation_id, r.scope, r.head_id, r.head_lineage, r.revision, r.updated_at, r.forked_from,'
-    ' r.forked_at, r.usage, r.deferred, r.format_version,'
+    ' r.forked_at, r.usage, r.deferred, r.format_version, r.title, r.metadata,'
     ' ARRAY(SELECT b.entry_id FROM {branches} AS b WHERE b.conversation_id = r.conversation_id ORDER BY b.position)'
     ' FROM {records} AS r'
 )
@@ -97,7 +102,7 @@ async def write_record(
     if expected_revision is None:
         await cur.execute(
             db.sql(
-                f'INSERT INTO {{records}} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)'
+                f'INSERT INTO {{records}} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)'
                 ' ON CONFLICT (conversation_id) DO NOTHING'
             ),
             row,
@@ -109,7 +114,7 @@ async def write_record(
                 ' forked_from = %s, forked_at = %s, usage = %s, deferred = %s, format_version = %s'
                 ' WHERE conversation_id = %s AND revision = %s'
             ),
-            (*row[1:], cid, expected_revision),
+            (*row[1:11], cid, expected_revision),  # not title nor metadata: `write_details` owns them
         )
     if cur.rowcount != 1:
         raise ConversationConflict(cid)
@@ -124,6 +129,48 @@ async def write_record(
             db.sql('INSERT INTO {branches} (conversation_id, position, entry_id, lineage) VALUES (%s, %s, %s, %s)'),
             [(cid, position, tip, known[tip]) for position, tip in enumerate(record.branches)],
         )
+
+
+_SET: dict[str, LiteralString] = {'title': 'title = %s', 'metadata': 'metadata = %s'}
+_EXPECT: dict[str, LiteralString] = {
+    'title': ' AND title IS NOT DISTINCT FROM %s',
+    'metadata': ' AND metadata IS NOT DISTINCT FROM %s',
+}
+"""The SQL of each detail `encode_details` knows (it refuses any other key first)."""
+
+
+async def write_details(
+    db: PostgresConnector,
+    cur: AsyncCursor[TupleRow],
+    conversation_id: str,
+    details: ConversationDetails,
+    expected_revision: str,
+    expected: ConversationDetails | None,
+) -> list[Any]:
+    """Write the `details` columns if the record has `expected_revision` and the `expected` values; its row after.
+
+    Raises:
+        ConversationConflict: No such record is stored.
+        NotImplementedError: A key the store does not keep.
+    """
+    values = encode_details(details)
+    wanted = encode_details(expected or {})
+    conditions = ''.join(_EXPECT[column] for column in wanted)
+    if values:
+        assignments = ', '.join(_SET[column] for column in values)
+        statement = f'UPDATE {{records}} SET {assignments} WHERE conversation_id = %s AND revision = %s{conditions}'
+    else:  # nothing to write: still only answer for the record as expected (locked, so it is the one returned)
+        statement = f'SELECT 1 FROM {{records}} WHERE conversation_id = %s AND revision = %s{conditions} FOR UPDATE'
+    await cur.execute(
+        db.sql(statement),
+        (*values.values(), conversation_id, expected_revision, *wanted.values()),
+    )
+    if cur.rowcount != 1:
+        raise ConversationConflict(conversation_id)
+    # The row stays locked until commit, so the record read back is the one just written.
+    await cur.execute(db.sql(RECORDS + ' WHERE r.conversation_id = %s'), (conversation_id,))
+    rows: list[Any] = await cur.fetchall()
+    return rows
 
 
 async def delete_record(

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...stores.postgres import AsyncConnectionPoolLike
 from .._api import ConversationEntry, ConversationRecord, ConversationStore
-from .._reads import check_limit, decode_history, decode_records
+from .._reads import check_details, check_limit, decode_history, decode_records
 from . import _queries
 from ._entry_log import PostgresEntryLog
 from ._tables import connect
+
+if TYPE_CHECKING:
+    from pydantic_ai.conversation_store import ConversationDetails
 
 __all__ = ('PostgresConversationStore',)
 
@@ -18,9 +21,10 @@ __all__ = ('PostgresConversationStore',)
 class PostgresConversationStore(ConversationStore):
     """Keeps pydantic-ai conversations in PostgreSQL tables (`drc_*`), shared by every worker that points at them.
 
-    pydantic-ai's `ConversationStore` does load, save, branch, fork and delete over the five storage
-    primitives this class implements, plus `read_history`, overridden to read a whole history (or its
-    last `limit` entries) in one recursive query.
+    pydantic-ai's `ConversationStore` does load, save, branch, fork, update and delete over the five
+    storage primitives this class implements, plus `write_details` (a conversation's title and
+    metadata, pydantic-ai-slim>=2.78), and `read_history`, overridden to read a history up to any
+    entry (or its last `limit` entries) in one recursive query.
 
     A save writes the record and its new entries in one transaction whose revision check is a
     conditional `UPDATE ... WHERE revision = expected`: of two workers (on any hosts) saving one
@@ -100,6 +104,32 @@ class PostgresConversationStore(ConversationStore):
         """Store the record and its new entries in one transaction, with a conditional write on the revision."""
         async with self._db.transaction() as cur:
             await _queries.write_record(self._db, cur, record, new_entries, expected_revision)
+
+    async def write_details(
+        self,
+        conversation_id: str,
+        details: ConversationDetails,
+        *,
+        expected_revision: str,
+        expected: ConversationDetails | None = None,
+    ) -> ConversationRecord:
+        """Write the title or metadata (only the keys given) if the record has `expected_revision` and `expected`.
+
+        One conditional `UPDATE ... WHERE` in one transaction: of two workers setting a title
+        `expected` to be unset, the second waits on the first's row lock, re-evaluates its condition
+        against the committed title, matches nothing and raises `ConversationConflict`. The revision
+        and `updated_at` stay as they are; a save never writes these columns back.
+
+        Raises:
+            ConversationConflict: No record with `expected_revision` and the `expected` values is stored.
+            NotImplementedError: A key other than `title` and `metadata`, or a pydantic-ai whose
+                `ConversationRecord` has no title (before 2.78).
+            UserError: A title that is not a string, or metadata that is not a JSON object.
+        """
+        check_details(type(self).__name__)
+        async with self._db.transaction() as cur:
+            rows = await _queries.write_details(self._db, cur, conversation_id, details, expected_revision, expected)
+        return decode_records([(row[:-1], row[-1]) for row in rows])[0]
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """Delete the record and the entries no remaining record reaches, in one transaction."""

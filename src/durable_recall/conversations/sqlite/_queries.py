@@ -2,32 +2,39 @@
 
 Writes run inside `BEGIN IMMEDIATE`, which takes the file's write lock before the first read: two
 processes saving one conversation queue on it, and the second reads the revision the first wrote.
-That read-then-write under one lock is the revision check (see `write_record`).
+That read-then-write under one lock is the revision check (see `write_record`). A save never writes
+a record's `title` or `metadata` once it is stored: only `write_details` does, as one conditional
+`UPDATE` (see there).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 from ...base import format_timestamp
 from ...stores.sqlite import chunked, marks, transaction
 from .._api import ConversationConflict, ConversationEntry, ConversationRecord
-from .._rows import encode_entry, encode_record, entry_lineages
+from .._rows import encode_details, encode_entry, encode_record, entry_lineages
 from ._entry_log import forget_index
+
+if TYPE_CHECKING:
+    from pydantic_ai.conversation_store import ConversationDetails
 
 __all__ = (
     'RECORD_COLUMNS',
     'delete_record',
     'history_rows',
     'record_rows',
+    'write_details',
     'write_record',
 )
 
 RECORD_COLUMNS = (
     'conversation_id, scope, head_id, head_lineage, revision, updated_at, forked_from, forked_at, usage, deferred,'
-    ' format_version'
+    ' format_version, title, metadata'
 )
 
 _HISTORY = (
@@ -58,10 +65,18 @@ visited once however many heads and branches reach them.
 
 
 def record_rows(
-    conn: sqlite3.Connection, conversation_id: str | None, *, scope: str | None = None, limit: int | None = None
+    conn: sqlite3.Connection,
+    conversation_id: str | None,
+    *,
+    scope: str | None = None,
+    limit: int | None = None,
+    within: bool = False,
 ) -> list[tuple[tuple[Any, ...], list[str]]]:
-    """Record rows with their branch tips: one conversation's, or the newest ones (in `scope`)."""
-    with transaction(conn, 'BEGIN'):
+    """Record rows with their branch tips: one conversation's, or the newest ones (in `scope`).
+
+    With `within`, inside the caller's transaction; otherwise in a read transaction of its own.
+    """
+    with nullcontext() if within else transaction(conn, 'BEGIN'):
         if conversation_id is not None:
             rows = conn.execute(
                 f'SELECT {RECORD_COLUMNS} FROM drc_records WHERE conversation_id = ?', (conversation_id,)
@@ -131,13 +146,52 @@ def write_record(
                 'UPDATE drc_records SET scope = ?, head_id = ?, head_lineage = ?, revision = ?, updated_at = ?,'
                 ' forked_from = ?, forked_at = ?, usage = ?, deferred = ?, format_version = ?'
                 ' WHERE conversation_id = ? AND revision = ?',
-                (*row[1:], cid, expected_revision),
+                (*row[1:11], cid, expected_revision),  # not title nor metadata: `write_details` owns them
             )
         conn.execute('DELETE FROM drc_branches WHERE conversation_id = ?', (cid,))
         conn.executemany(
             'INSERT INTO drc_branches (conversation_id, position, entry_id, lineage) VALUES (?, ?, ?, ?)',
             [(cid, position, tip, known[tip]) for position, tip in enumerate(record.branches)],
         )
+
+
+def write_details(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    details: ConversationDetails,
+    expected_revision: str,
+    expected: ConversationDetails | None,
+) -> tuple[tuple[Any, ...], list[str]]:
+    """Write the `details` columns in one `UPDATE ... WHERE revision = ? AND <column> IS ?`; the row after it.
+
+    The condition and the write are one statement under the file's write lock, so of two processes
+    setting a title `expected` to be unset, exactly one matches.
+
+    Raises:
+        ConversationConflict: No record with `expected_revision` and the `expected` values is stored.
+        NotImplementedError: A key the store does not keep.
+    """
+    values = encode_details(details)
+    wanted = encode_details(expected or {})
+    assignments = ', '.join(f'{column} = ?' for column in values)
+    conditions = ''.join(f' AND {column} IS ?' for column in wanted)
+    with transaction(conn, 'BEGIN IMMEDIATE'):
+        if values:
+            changed = conn.execute(
+                f'UPDATE drc_records SET {assignments} WHERE conversation_id = ? AND revision = ?{conditions}',
+                (*values.values(), conversation_id, expected_revision, *wanted.values()),
+            ).rowcount
+        else:  # nothing to write: still only answer for the record as expected
+            changed = len(
+                conn.execute(
+                    f'SELECT 1 FROM drc_records WHERE conversation_id = ? AND revision = ?{conditions}',
+                    (conversation_id, expected_revision, *wanted.values()),
+                ).fetchall()
+            )
+        if changed != 1:
+            raise ConversationConflict(conversation_id)
+        ((row, branches),) = record_rows(conn, conversation_id, within=True)
+    return row, branches
 
 
 def delete_record(conn: sqlite3.Connection, conversation_id: str, expected_revision: str) -> None:

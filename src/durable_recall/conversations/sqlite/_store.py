@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...base import StoreConfigurationError
 from .._api import ConversationEntry, ConversationRecord, ConversationStore
-from .._reads import check_limit, decode_history, decode_records
+from .._reads import check_details, check_limit, decode_history, decode_records
 from . import _queries
 from ._entry_log import SqliteEntryLog
 from ._tables import connect
+
+if TYPE_CHECKING:
+    from pydantic_ai.conversation_store import ConversationDetails
 
 __all__ = ('SqliteConversationStore',)
 
@@ -20,9 +23,10 @@ __all__ = ('SqliteConversationStore',)
 class SqliteConversationStore(ConversationStore):
     """Keeps pydantic-ai conversations in one SQLite file, in WAL mode, beside the step store if you like.
 
-    pydantic-ai's `ConversationStore` does load, save, branch, fork and delete over the five storage
-    primitives this class implements, plus `read_history`, overridden to read a whole history (or its
-    last `limit` entries) in one recursive query instead of one query per message.
+    pydantic-ai's `ConversationStore` does load, save, branch, fork, update and delete over the five
+    storage primitives this class implements, plus `write_details` (a conversation's title and
+    metadata, pydantic-ai-slim>=2.78), and `read_history`, overridden to read a history up to any
+    entry (or its last `limit` entries) in one recursive query instead of one query per message.
 
     Several processes on one host may share the file. Every write is one `BEGIN IMMEDIATE`
     transaction that reads the stored revision and writes the record and its new entries under the
@@ -88,6 +92,33 @@ class SqliteConversationStore(ConversationStore):
     ) -> None:
         """Store the record and its new entries in one transaction, checking the revision under the write lock."""
         await self._db.call(lambda conn: _queries.write_record(conn, record, new_entries, expected_revision))
+
+    async def write_details(
+        self,
+        conversation_id: str,
+        details: ConversationDetails,
+        *,
+        expected_revision: str,
+        expected: ConversationDetails | None = None,
+    ) -> ConversationRecord:
+        """Write the title or metadata (only the keys given) if the record has `expected_revision` and `expected`.
+
+        One `UPDATE ... WHERE` under the file's write lock: the check and the write are one step, so
+        two processes setting a title `expected` to be unset cannot both succeed. The revision and
+        `updated_at` stay as they are; a save never writes these columns back.
+
+        Raises:
+            ConversationConflict: No record with `expected_revision` and the `expected` values is stored.
+            NotImplementedError: A key other than `title` and `metadata`, or a pydantic-ai whose
+                `ConversationRecord` has no title (before 2.78).
+            UserError: A title that is not a string, or metadata that is not a JSON object.
+        """
+        check_details(type(self).__name__)
+        found = await self._db.read(
+            lambda conn: _queries.write_details(conn, conversation_id, details, expected_revision, expected),
+            lambda found: decode_records([found]),
+        )
+        return found[0]
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """Delete the record and the entries no remaining record reaches, in one transaction."""
