@@ -7,6 +7,14 @@ compaction only line up once those are gone, and search should not find them as 
 A summary is the exception in part: what it says is something the model was shown, so the record
 keeps each summary once, as a message of its own (`summary_view`), apart from the conversation it
 restates: it never takes part in lining snapshots up, and it is indexed with the role `summary`.
+
+A capability answering pydantic-ai's core compaction protocol (2.78) writes its summary as a plain
+`CompactionPart` in a request, and keeps the standing system prompt (and maybe the first prompt)
+ahead of it in the same request. Such a part riding in a request with other content is a summary
+artifact too (`carried_summary`): taken out, the carrier lines up with the message it was (the
+first request, the system prompt), and the summary is recorded once. A request that holds nothing
+but summaries is the summary itself, and stays as it is (role `summary`, see `_rebuild`). A
+provider's compaction part (in a response, naming its provider) is conversation, recorded as it is.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from ._hash import RECORD_PART_KINDS
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponsePart
 
-__all__ = ('record_view', 'strip_artifacts', 'summary_view')
+__all__ = ('carried_summary', 'record_view', 'strip_artifacts', 'summary_view')
 
 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
@@ -39,10 +47,16 @@ def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
     """
     if is_compaction_marker(message):
         return None
+    carried = _carries_summary(message)
     parts = [
         part
         for part in message.parts
-        if not (is_summary_artifact(part) or is_compaction_receipt(part) or is_marker_part(part))
+        if not (
+            is_summary_artifact(part)
+            or is_compaction_receipt(part)
+            or is_marker_part(part)
+            or (carried and carried_summary(part))
+        )
     ]
     if len(parts) == len(message.parts):
         return message
@@ -93,10 +107,43 @@ def summary_view(message: ModelMessage) -> ModelRequest | None:
     """
     from pydantic_ai.messages import CompactionPart, ModelRequest
 
-    summaries = [CompactionPart(content=_summary_text(part)) for part in message.parts if is_summary_artifact(part)]
+    carried = _carries_summary(message)
+    summaries = [
+        CompactionPart(content=_summary_text(part))
+        for part in message.parts
+        if is_summary_artifact(part) or (carried and carried_summary(part))
+    ]
     if not summaries:
         return None
     return ModelRequest(parts=summaries, timestamp=message.timestamp, run_id=message.run_id)
+
+
+def carried_summary(part: object) -> bool:
+    """Whether a request part is a summary an application or capability wrote: a plain `CompactionPart`.
+
+    Plain: no provider name, id or provider details (a provider's part is opaque and goes back to
+    that provider), and some text.
+    """
+    from pydantic_ai.messages import CompactionPart
+
+    return (
+        isinstance(part, CompactionPart)
+        and part.provider_name is None
+        and part.id is None
+        and part.provider_details is None
+        and bool(part.content)
+    )
+
+
+def _carries_summary(message: ModelMessage) -> bool:
+    """Whether a request carries a plain summary beside content of its own (not a summary alone)."""
+    if message.kind != 'request' or not any(map(carried_summary, message.parts)):
+        return False
+    return any(part.part_kind not in _SUMMARY_ALONE_KINDS for part in message.parts)
+
+
+_SUMMARY_ALONE_KINDS = RECORD_PART_KINDS | {'compaction'}
+"""Part kinds of a request that is a summary alone: summaries and the configuration records core adds."""
 
 
 def _summary_text(part: object) -> str:
