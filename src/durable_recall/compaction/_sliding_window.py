@@ -7,7 +7,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 
@@ -191,9 +191,9 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
         split = split_history(messages, preserve=self.preserve_first_user_message)
         needs_request = split.head is None and not (self.marker or forced)
         points = cut_points(split.body, needs_request=needs_request, after_prompt=split.head is not None)
-        if not points and split.head is not None:
-            # The body after the preserved prompt holds no response to start at (requests only): a
-            # cut at a request beats never trimming. The kept request sits next to the head, so a
+        if not points and split.head is not None and not any(isinstance(m, ModelResponse) for m in split.body):
+            # Only requests follow the preserved prompt, so no cut can start at a response: a cut
+            # at a request beats never trimming. The kept request sits next to the head, so a
             # later run that inherits the history merges the two (see `cut_points`).
             points = cut_points(split.body, needs_request=needs_request)
         if not points:
