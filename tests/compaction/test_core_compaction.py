@@ -9,7 +9,7 @@ the standing system prompt first. Nothing to drop returns `None`, so a later cap
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic_ai import Agent
@@ -44,7 +44,7 @@ pytestmark = [
     pytest.mark.skipif(not CORE_COMPACTION, reason='pydantic-ai before 2.78 has no core compaction protocol'),
 ]
 
-if CORE_COMPACTION:
+if CORE_COMPACTION or TYPE_CHECKING:
     from pydantic_ai.capabilities.compaction import CompactionRequest, CompactionResult
 
 SYSTEM = 'SYS: you audit ledgers'
@@ -176,7 +176,7 @@ async def test_request_compaction_from_a_tool_compacts_the_next_request() -> Non
     agent = Agent(model.model(), capabilities=[SlidingWindowCompaction(max_messages=100, keep_messages=4)])
 
     @agent.tool
-    def step(ctx: RunContext[None], n: int) -> str:
+    def step(ctx: RunContext[object], n: int) -> str:
         if n == 8:
             ctx.request_compaction(focus='the ZEBRA export')  # focus: ignored, documented
         return step_result(n)

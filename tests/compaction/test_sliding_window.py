@@ -294,6 +294,6 @@ def test_only_requests_after_the_preserved_prompt_still_trim() -> None:
     compacted = compaction.compact(requests)
     assert compacted is not None
     assert len(compacted) == 2
-    assert task_text(compacted[0]) == requests[0].parts[0].content  # the preserved first prompt, marked
+    assert task_text(compacted[0]) == 'PROMPT1 ' + 'x' * 32  # the preserved first prompt, marked
     assert compaction_marker_count(compacted[0]) == 3
     assert compacted[1] is requests[-1]

@@ -30,11 +30,15 @@ removed, see [`RecordBuilder.fold`][durable_recall.history.RecordBuilder.fold]):
    `P`'s unanchored tail stay edits, and from the first one that is not, every message is new and
    appended to the record. An unanchored message that is no edit *before* the last anchor is a
    compaction rewrite of messages already recorded, and is not added, unless it is a summary (a
-   request holding only `CompactionPart`s, as an application's history processor writes one):
-   that is appended once, as the summaries of rule 5 are.
+   request holding only `CompactionPart`s, as an application's history processor writes one) or
+   a provider's compaction (a response holding a `CompactionPart` that names its provider, as
+   pydantic-ai's core compaction or a stateless provider compaction leaves in the history): that
+   is appended once, as the summaries of rule 5 are.
 
-5. **Summaries.** A compaction summary a snapshot carries (the harness's, in either stored shape)
-   takes no part in the alignment. Its `summary_view` is appended to the record, before the
+5. **Summaries.** A compaction summary a snapshot carries (the harness's, in either stored shape,
+   or a plain `CompactionPart` riding in a request beside other parts, as a capability answering
+   pydantic-ai's core compaction writes it after the standing system prompt) takes no part in the
+   alignment. Its `summary_view` is appended to the record, before the
    snapshot's new messages, unless the previous snapshot carried the same summary: so each summary
    is recorded once, when it was written, and a later summary that restates an earlier one is a
    new summary.
@@ -69,7 +73,7 @@ from ..text import compaction_marker_count, has_compaction_marker, is_compaction
 from ._fold_state import FoldState
 from ._hash import message_hash
 from ._matching import Seen, anchors, extends, is_edit_of, same
-from ._strip import strip_artifacts, summary_view
+from ._strip import provider_compaction, strip_artifacts, summary_view
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -371,8 +375,10 @@ class RecordBuilder:
             if match is None:
                 if stop_at_first_new:
                     break
-                if message_role(seen.message) == 'summary':
-                    self._append(seen)  # a summary an application wrote in place of what it restates
+                if message_role(seen.message) == 'summary' or provider_compaction(seen.message):
+                    # A summary an application wrote in place of what it restates, or a provider's
+                    # compaction: both are what the model was shown, recorded once, when they appear.
+                    self._append(seen)
                 continue
             self._edit(old[match], seen)
             start = match + 1

@@ -34,7 +34,7 @@ from ._hash import RECORD_PART_KINDS
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponsePart
 
-__all__ = ('carried_summary', 'record_view', 'strip_artifacts', 'summary_view')
+__all__ = ('carried_summary', 'provider_compaction', 'record_view', 'strip_artifacts', 'summary_view')
 
 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
@@ -153,3 +153,13 @@ def _summary_text(part: object) -> str:
         return part.content.removeprefix(HARNESS_LEGACY_SUMMARY_PREFIX)
     assert isinstance(part, CompactionPart)
     return part.content or ''
+
+
+def provider_compaction(message: ModelMessage) -> bool:
+    """Whether a message is a provider's compaction response: a `CompactionPart` naming its provider.
+
+    Its content is opaque (OpenAI's is encrypted), so it is recorded verbatim but not searchable.
+    """
+    return message.kind == 'response' and any(
+        part.part_kind == 'compaction' and getattr(part, 'provider_name', None) is not None for part in message.parts
+    )
