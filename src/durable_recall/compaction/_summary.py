@@ -26,6 +26,7 @@ from typing import Any, cast
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
 
 from .._vocabulary import SEARCH_TOOL_NAME
+from ..history import CORE_SUMMARY_KEY
 
 __all__ = (
     'CORE_COMPACTION',
@@ -53,7 +54,7 @@ SLIDING_WINDOW_HANDLER = 'durable_recall.sliding_window'
 TOOL_RESULT_CLEARING_HANDLER = 'durable_recall.tool_result_clearing'
 """`CompactionResult.handler` of `ToolResultClearing`. Compatibility data, as above."""
 
-SUMMARY_KEY = 'durable_recall.compaction.summary.v1'
+SUMMARY_KEY = CORE_SUMMARY_KEY
 """`CompactionPart.metadata` key of a part we wrote; its value is `{'handler': ..., 'count': n}`.
 
 `count` is the running total: messages dropped so far (sliding window) or tool results cleared so

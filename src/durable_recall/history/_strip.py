@@ -34,7 +34,20 @@ from ._hash import RECORD_PART_KINDS
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponsePart
 
-__all__ = ('carried_summary', 'provider_compaction', 'record_view', 'strip_artifacts', 'summary_view')
+__all__ = (
+    'CORE_SUMMARY_KEY',
+    'carried_summary',
+    'provider_compaction',
+    'record_view',
+    'strip_artifacts',
+    'summary_view',
+)
+
+CORE_SUMMARY_KEY = 'durable_recall.compaction.summary.v1'
+"""`CompactionPart.metadata` key of the part our compaction capabilities write for core's protocol.
+
+Defined here, below the capabilities, because the record rebuild recognises it. Compatibility data.
+"""
 
 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
@@ -136,10 +149,24 @@ def carried_summary(part: object) -> bool:
 
 
 def _carries_summary(message: ModelMessage) -> bool:
-    """Whether a request carries a plain summary beside content of its own (not a summary alone)."""
+    """Whether a request carries a core compaction's summary beside content of its own.
+
+    Two shapes: our capabilities' part (`CORE_SUMMARY_KEY`), which rides in the first request
+    after its parts; and any plain summary behind nothing but the standing system prompt, the shape
+    core requires of a capability that writes its summary into a new first request. A plain summary
+    riding in a prompt otherwise (as `record_view` leaves a harness summary) stays with it.
+    """
     if message.kind != 'request' or not any(map(carried_summary, message.parts)):
         return False
-    return any(part.part_kind not in _SUMMARY_ALONE_KINDS for part in message.parts)
+    if any(_is_ours(part) for part in message.parts):
+        return True
+    others = {part.part_kind for part in message.parts} - _SUMMARY_ALONE_KINDS
+    return others == {'system-prompt'}
+
+
+def _is_ours(part: object) -> bool:
+    metadata: object = getattr(part, 'metadata', None)
+    return carried_summary(part) and isinstance(metadata, dict) and CORE_SUMMARY_KEY in metadata
 
 
 _SUMMARY_ALONE_KINDS = RECORD_PART_KINDS | {'compaction'}
