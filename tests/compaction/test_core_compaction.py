@@ -233,3 +233,29 @@ async def test_a_context_overflow_clears_every_clearable_result() -> None:
     assert result.output == 'done'
     assert [record.handler for record in result.compactions] == [TOOL_RESULT_CLEARING_HANDLER]
     assert result.compactions[0].reason == 'context_overflow'
+
+
+async def test_run_with_compact_compacts_before_the_first_request() -> None:
+    old = await history()
+    model = LoopModel(0, recall=False)
+    agent = Agent(model.model(), capabilities=[SlidingWindowCompaction(max_messages=100, keep_messages=6)])
+    result = await agent.run('and now the totals', message_history=old, compact=True)
+    (record,) = result.compactions
+    assert record.handler == SLIDING_WINDOW_HANDLER and record.reason == 'manual'
+    (view,) = model.views
+    assert len(view) <= 6 and 'and now the totals' in str(view[-1])
+
+
+async def test_clearing_leaves_a_history_with_another_compaction_to_it() -> None:
+    agent = Agent(LoopModel(6, recall=False).model(), system_prompt=SYSTEM)
+
+    @agent.tool_plain
+    def step(n: int) -> str:
+        return long_result(n)
+
+    old = (await agent.run(TASK)).all_messages()
+    native = ModelResponse(parts=[CompactionPart('READABLE', id='c1', provider_name='anthropic')])
+    mixed = [*old[:-3], native, *old[-3:]]
+    clearing = ToolResultClearing(max_results=20, keep_results=2)
+    assert (await Agent('test', capabilities=[clearing]).compact_history(mixed)).compactions == []
+    assert len((await Agent('test', capabilities=[clearing]).compact_history(old)).compactions) == 1
