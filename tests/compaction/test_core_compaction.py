@@ -29,7 +29,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
 
-from durable_recall.compaction import SlidingWindowCompaction, ToolResultClearing
+from durable_recall.compaction import SlidingWindowCompaction, ToolResultClearing, compaction_marker_count
 from durable_recall.compaction._summary import (
     CORE_COMPACTION,
     SLIDING_WINDOW_HANDLER,
@@ -259,3 +259,18 @@ async def test_clearing_leaves_a_history_with_another_compaction_to_it() -> None
     clearing = ToolResultClearing(max_results=20, keep_results=2)
     assert (await Agent('test', capabilities=[clearing]).compact_history(mixed)).compactions == []
     assert len((await Agent('test', capabilities=[clearing]).compact_history(old)).compactions) == 1
+
+
+async def test_the_trigger_path_and_the_hook_carry_one_running_count() -> None:
+    window = SlidingWindowCompaction(max_messages=100, keep_messages=6)
+    old = await history()
+    compacted = (await Agent('test', capabilities=[window]).compact_history(old)).all_messages()
+    part = compacted[0].parts[-1]
+    assert isinstance(part, CompactionPart) and part.content is not None and part.content.startswith('26 earlier')
+    # Later, the trigger path cuts again: its marker replaces the part and counts on from it.
+    grown = [*compacted, *old[1:21]]  # 20 more messages: 3 + 20 = 23 > max_messages=20 below
+    trigger = SlidingWindowCompaction(max_messages=20, keep_messages=6)
+    again = trigger.compact(grown)
+    assert again is not None
+    assert not any(isinstance(p, CompactionPart) for m in again for p in m.parts)
+    assert compaction_marker_count(again[0]) == 26 + len(grown) - len(again)

@@ -65,6 +65,10 @@ class ToolResultClearing(AbstractCapability[Any]):
 
     Pure, so deterministic in workflow code. Sizes in tokens as for `SlidingWindowCompaction`.
 
+    With pydantic-ai 2.78+ it also answers core's `compact_history` hook (`Agent.compact_history`,
+    `RunContext.request_compaction`, the retry after a context overflow), clearing even when no
+    trigger is crossed, under the handler id `'durable_recall.tool_result_clearing'`.
+
     Args:
         max_results: Trigger: clear when more than this many clearable results are uncleared.
         keep_results: Target: how many of the newest results stay whole. Must be below

@@ -62,6 +62,11 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
     snapshots before this runs, so the store keeps every dropped message and
     `ConversationSearch` finds them; the marker tells the model so.
 
+    **Core compaction (pydantic-ai 2.78+).** It also answers core's `compact_history` hook
+    (`Agent.compact_history`, `run(compact=...)`, `RunContext.request_compaction`, the retry after
+    a context overflow), cutting even when no trigger is crossed, under the handler id
+    `'durable_recall.sliding_window'`; see `compact_history` and docs/compaction-core.md.
+
     **Durable execution.** Pure: no clock, no I/O, no randomness; the same history gives the
     same cut on every replay.
 
