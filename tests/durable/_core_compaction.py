@@ -23,7 +23,8 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext
 
-from durable_recall import SlidingWindowCompaction
+from durable_recall import SlidingWindowCompaction, ToolResultClearing
+from durable_recall.compaction import CLEARED_RESULT_KEY
 from durable_recall.history import RecordBuilder
 from durable_recall.stores import StepStore
 from durable_recall.text import index_text, message_role
@@ -36,13 +37,38 @@ OVERFLOW = 20
 one down to 4), so the loop overflows too, between requests."""
 
 
+UNCLEARED = 8
+"""For the clearing loop: views with up to 8 whole tool results pass (requests every 10 steps alone
+would let 12 through), so it overflows between requests too."""
+
+
 def window() -> SlidingWindowCompaction:
     return SlidingWindowCompaction(max_messages=10_000, keep_messages=4)
+
+
+def clearing() -> ToolResultClearing:
+    return ToolResultClearing(max_results=10_000, keep_results=2, min_chars=0)
 
 
 def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(messages) > OVERFLOW:
         raise ModelContextWindowExceededError('core-loop', f'{len(messages)} messages is too long')
+    return loop_reply(messages)
+
+
+def clearing_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    whole = [
+        part
+        for message in messages[:-1]
+        for part in message.parts
+        if isinstance(part, ToolReturnPart) and CLEARED_RESULT_KEY not in (part.metadata or {})
+    ]
+    if len(whole) > UNCLEARED:
+        raise ModelContextWindowExceededError('core-loop', f'{len(whole)} tool results is too long')
+    return loop_reply(messages)
+
+
+def loop_reply(messages: list[ModelMessage]) -> ModelResponse:
     last = messages[-1]
     assert isinstance(last, ModelRequest)
     for part in last.parts:
@@ -64,8 +90,9 @@ def step_number(part: object) -> int:
     return int(match.group(1)) if match else 0
 
 
-def core_model() -> FunctionModel:
-    return FunctionModel(reply, model_name='core-loop')
+def core_model(*, cleared: bool = False) -> FunctionModel:
+    """The loop's model: it overflows past `OVERFLOW` messages, or (`cleared`) past `UNCLEARED` whole results."""
+    return FunctionModel(clearing_reply if cleared else reply, model_name='core-loop')
 
 
 class RequestEvery(AbstractCapability[Any]):

@@ -1,12 +1,13 @@
 """Core compaction (pydantic-ai 2.78+) inside a Temporal workflow: deterministic under replay, stored once.
 
-The loop of `_core_compaction` runs in workflow code: `SlidingWindowCompaction` answers core's
-requests (asked from workflow code, and after the model's context overflows). Run once with a worker
-cache and once with `max_cached_workflows=0` (every workflow task replays the history so far), then
-replayed from the fetched history with temporalio's `Replayer`: the same answer (it quotes step 1,
-which the compactions took out of view), the same store contents before and after the replay, each
-message stored once, and the record holding every message once and each compaction's part once, as
-a summary. A changed workflow fails to replay (the negative control).
+The loop of `_core_compaction` runs in workflow code: `SlidingWindowCompaction` (or, in the second
+case, `ToolResultClearing`) answers core's requests (asked from workflow code, and after the model's
+context overflows). Run once with a worker cache and once with `max_cached_workflows=0` (every
+workflow task replays the history so far), then replayed from the fetched history with temporalio's
+`Replayer`: the same answer (it quotes step 1, which the compactions took out of view), the same
+store contents before and after the replay, each message stored once, and the record holding every
+message once and each compaction's part once, as a summary. A changed workflow fails to replay (the
+negative control).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from pydantic_ai import Agent
@@ -23,11 +25,11 @@ from temporalio import workflow
 from temporalio.testing import WorkflowEnvironment
 
 from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore, StepPersistence
-from durable_recall.compaction._summary import CORE_COMPACTION
+from durable_recall.compaction._summary import CORE_COMPACTION, SLIDING_WINDOW_HANDLER, TOOL_RESULT_CLEARING_HANDLER
 from tests.compaction._loop import DETAIL, TASK, step, step_result
 
 from .._services.temporal import replay, run_workflow
-from ._core_compaction import RequestEvery, core_model, log_rows, produced, record_texts, window
+from ._core_compaction import RequestEvery, clearing, core_model, log_rows, produced, record_texts, window
 from ._persistence import STORE_DIR, row_counts
 
 if not CORE_COMPACTION:
@@ -35,21 +37,25 @@ if not CORE_COMPACTION:
 
 pytestmark = pytest.mark.anyio
 
-CACHED_DB = STORE_DIR / 'core-compaction-temporal-cached.db'
-REPLAYED_DB = STORE_DIR / 'core-compaction-temporal-replayed.db'
-STORE_CACHED = SqliteStepStore(CACHED_DB)
-STORE_REPLAYED = SqliteStepStore(REPLAYED_DB)
+DATABASES = {
+    (kind, mode): STORE_DIR / f'core-compaction-temporal-{kind}-{mode}.db'
+    for kind in ('window', 'clearing')
+    for mode in ('cached', 'replayed')
+}
+STORES = {key: SqliteStepStore(path) for key, path in DATABASES.items()}
+HANDLERS = {'window': SLIDING_WINDOW_HANDLER, 'clearing': TOOL_RESULT_CLEARING_HANDLER}
 
 
-def _agent(name: str, store: SqliteStepStore) -> Agent[None, str]:
+def _agent(kind: str, mode: str) -> Agent[None, str]:
+    store = STORES[kind, mode]
     agent = Agent(
-        core_model(),
-        name=name,
+        core_model(cleared=kind == 'clearing'),
+        name=f'core_loop_{kind}_{mode}',
         capabilities=[
             StepPersistence(store=store),
             ConversationSearch(SnapshotHistorySource(store), scope='conversation'),
             RequestEvery(),
-            window(),
+            window() if kind == 'window' else clearing(),
             TemporalDurability(),
         ],
     )
@@ -57,8 +63,10 @@ def _agent(name: str, store: SqliteStepStore) -> Agent[None, str]:
     return agent
 
 
-CACHED = _agent('core_loop_cached', STORE_CACHED)
-REPLAYED = _agent('core_loop_replayed', STORE_REPLAYED)
+CACHED = _agent('window', 'cached')
+REPLAYED = _agent('window', 'replayed')
+CLEARING_CACHED = _agent('clearing', 'cached')
+CLEARING_REPLAYED = _agent('clearing', 'replayed')
 
 
 async def _loop(agent: Agent[None, str], conversation_id: str) -> list[str]:
@@ -87,6 +95,30 @@ class CoreCompactedLoopReplayed(PydanticAIWorkflow):
         return await _loop(REPLAYED, conversation_id)
 
 
+@workflow.defn(name='durable_recall_tests.CoreClearedLoopCached')
+class CoreClearedLoopCached(PydanticAIWorkflow):
+    __pydantic_ai_agents__ = [CLEARING_CACHED]
+
+    @workflow.run
+    async def run(self, conversation_id: str) -> list[str]:
+        return await _loop(CLEARING_CACHED, conversation_id)
+
+
+@workflow.defn(name='durable_recall_tests.CoreClearedLoopReplayed')
+class CoreClearedLoopReplayed(PydanticAIWorkflow):
+    __pydantic_ai_agents__ = [CLEARING_REPLAYED]
+
+    @workflow.run
+    async def run(self, conversation_id: str) -> list[str]:
+        return await _loop(CLEARING_REPLAYED, conversation_id)
+
+
+WORKFLOWS: dict[str, tuple[Any, Any]] = {
+    'window': (CoreCompactedLoopCached, CoreCompactedLoopReplayed),
+    'clearing': (CoreClearedLoopCached, CoreClearedLoopReplayed),
+}
+
+
 @workflow.defn(name='durable_recall_tests.CoreCompactedLoopReplayed')
 class CoreCompactedLoopChanged(PydanticAIWorkflow):
     """The negative control: one more command after the loop, so the history cannot replay."""
@@ -107,21 +139,25 @@ def _normalized(output: list[str]) -> list[str]:
 
 
 @pytest.mark.timeout(600)
-async def test_core_compaction_replays_identically_and_stores_once(temporal_env: WorkflowEnvironment) -> None:
+@pytest.mark.parametrize('kind', ['window', 'clearing'])
+async def test_core_compaction_replays_identically_and_stores_once(
+    temporal_env: WorkflowEnvironment, kind: str
+) -> None:
     conversation_id = f'core-loop-{uuid.uuid4()}'
+    cached_workflow, replayed_workflow = WORKFLOWS[kind]
     cached = await run_workflow(
         temporal_env,
-        CoreCompactedLoopCached.run,
+        cached_workflow.run,
         conversation_id,
-        workflows=[CoreCompactedLoopCached],
+        workflows=[cached_workflow],
         max_cached_workflows=1000,
         execution_timeout=timedelta(minutes=5),
     )
     replayed = await run_workflow(
         temporal_env,
-        CoreCompactedLoopReplayed.run,
+        replayed_workflow.run,
         conversation_id,
-        workflows=[CoreCompactedLoopReplayed],
+        workflows=[replayed_workflow],
         max_cached_workflows=0,
         execution_timeout=timedelta(minutes=5),
     )
@@ -129,20 +165,22 @@ async def test_core_compaction_replays_identically_and_stores_once(temporal_env:
     assert DETAIL in output[0] and step_result(1) in output[0], 'the run recalls what a compaction took out'
     compactions = output[1:]
     assert any('manual' in c for c in compactions) and any('context_overflow' in c for c in compactions)
-    assert all(c.startswith('durable_recall.sliding_window ') for c in compactions)
+    assert all(c.startswith(f'{HANDLERS[kind]} ') for c in compactions)
     assert _normalized(replayed.result) == output
 
-    for database, store in ((CACHED_DB, STORE_CACHED), (REPLAYED_DB, STORE_REPLAYED)):
+    for mode in ('cached', 'replayed'):
+        store = STORES[kind, mode]
         counts = await row_counts(store, conversation_id)
-        assert log_rows(database, conversation_id) == counts.messages, 'every message stored once'
+        assert log_rows(DATABASES[kind, mode], conversation_id) == counts.messages, 'every message stored once'
         conversation, summaries = await record_texts(store, conversation_id)
         assert conversation[: len(produced())] == produced()
         assert len(summaries) == len(compactions)
-    expected = await row_counts(STORE_CACHED, conversation_id)
-    assert await row_counts(STORE_REPLAYED, conversation_id) == expected
+    expected = await row_counts(STORES[kind, 'cached'], conversation_id)
+    assert await row_counts(STORES[kind, 'replayed'], conversation_id) == expected
 
-    for run, workflows in ((cached, [CoreCompactedLoopCached]), (replayed, [CoreCompactedLoopReplayed])):
-        assert (await replay(run.history, workflows=workflows)).replay_failure is None
-    assert await row_counts(STORE_REPLAYED, conversation_id) == expected
-    assert log_rows(REPLAYED_DB, conversation_id) == expected.messages
-    assert (await replay(replayed.history, workflows=[CoreCompactedLoopChanged])).replay_failure is not None
+    for run, workflow_class in ((cached, cached_workflow), (replayed, replayed_workflow)):
+        assert (await replay(run.history, workflows=[workflow_class])).replay_failure is None
+    assert await row_counts(STORES[kind, 'replayed'], conversation_id) == expected
+    assert log_rows(DATABASES[kind, 'replayed'], conversation_id) == expected.messages
+    if kind == 'window':
+        assert (await replay(replayed.history, workflows=[CoreCompactedLoopChanged])).replay_failure is not None
