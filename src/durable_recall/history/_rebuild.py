@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker, message_role
 from ._fold_state import FoldState
 from ._hash import message_hash
-from ._matching import Seen, anchors, extends, is_edit_of, same
+from ._matching import Seen, anchors, extends, is_edit_of, same, same_head
 from ._strip import provider_compaction, strip_artifacts, summary_view
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class RecordBuilder:
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
             # The marker rides in the preserved first prompt when the window keeps it: then what
             # it dropped follows that head instead of starting the previous snapshot.
-            head = 1 if offset == 0 and _same_head(previous, current) else 0
+            head = 1 if offset == 0 and same_head(previous, current) else 0
             previous = [seen for seen in previous if seen.body_position < head or seen.body_position >= head + dropped]
         self._align(previous, current)
         self._previous = current
@@ -392,14 +392,3 @@ class RecordBuilder:
             return
         if self._hashes[index] == new.digest or extends(new.message, self.message(index)):
             self._replace(index, new)
-
-
-def _same_head(previous: Sequence[Seen], current: Sequence[Seen]) -> bool:
-    """Whether both snapshots open with the same message (a head a sliding window preserved)."""
-    return (
-        bool(previous)
-        and bool(current)
-        and previous[0].body_position == 0
-        and current[0].body_position == 0
-        and previous[0].digest == current[0].digest
-    )
