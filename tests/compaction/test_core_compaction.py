@@ -274,3 +274,20 @@ async def test_the_trigger_path_and_the_hook_carry_one_running_count() -> None:
     assert again is not None
     assert not any(isinstance(p, CompactionPart) for m in again for p in m.parts)
     assert compaction_marker_count(again[0]) == 26 + len(grown) - len(again)
+
+
+async def test_clearing_after_a_stateless_provider_compaction_leaves_it_alone() -> None:
+    # OpenAI's stateless compaction leaves the history as its compaction response and what follows.
+    agent = Agent(LoopModel(6, recall=False).model())
+
+    @agent.tool_plain
+    def step(n: int) -> str:
+        return long_result(n)
+
+    old = (await agent.run(TASK)).all_messages()
+    native = ModelResponse(
+        parts=[CompactionPart(None, id='c1', provider_name='openai', provider_details={'encrypted_content': 'x'})]
+    )
+    history = [native, *old[1:]]
+    clearing = ToolResultClearing(max_results=20, keep_results=2)
+    assert (await Agent('test', capabilities=[clearing]).compact_history(history)).compactions == []

@@ -230,10 +230,13 @@ class ToolResultClearing(AbstractCapability[Any]):
             window = self._window(request.conversation_request.model)
             everything = request.reason == 'context_overflow'
             cleared = self._clear(request.messages, window, forced=True, everything=everything)
-            if cleared is None or compaction_after(request.messages[1:]):
+            if cleared is None:
                 return None
             history, changed, tools = cleared
             first = history[0]
+            # Our part rides in the first request, last: any other compaction after it would be later.
+            if compaction_after(history[1:] if isinstance(first, ModelRequest) else history):
+                return None
             previous = summary_count(first, TOOL_RESULT_CLEARING_HANDLER)
             part = cleared_summary(tools, previous + len(tools))
             if isinstance(first, ModelRequest):
