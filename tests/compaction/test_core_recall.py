@@ -15,6 +15,7 @@ searches for what step 1 returned, which the compaction took out of view. Checke
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -232,3 +233,28 @@ async def test_a_summary_that_keeps_only_the_pending_tool_return(kit: StoreKit) 
     messages = await record_of(kit.store, stored.run_id)
     conversation = [index_text(m) for m in messages if message_role(m) != 'summary' and index_text(m)]
     assert conversation[: len(produced())] == produced()
+
+
+async def test_the_record_views_of_a_head_carrying_our_part() -> None:
+    from durable_recall.history import record_view, strip_artifacts, summary_view
+
+    agent = Agent('test', capabilities=[SlidingWindowCompaction(max_messages=100, keep_messages=4)])
+
+    @agent.tool_plain
+    def step(n: int) -> str:
+        return result_of(n)
+
+    old = (await agent.run(TASK)).all_messages()
+    head = (await agent.compact_history(old)).all_messages()[0]
+    assert isinstance(head, ModelRequest) and isinstance(head.parts[-1], CompactionPart)
+    # The snapshot record: the head lines up with the first request it was, the note is a summary.
+    assert strip_artifacts(head) == replace(head, parts=head.parts[:-1])
+    view = summary_view(head)
+    assert view is not None and message_role(view) == 'summary' and 'persisted' in index_text(view)
+    # A conversation store's entry: the note goes, as our marker does.
+    assert record_view(head) == replace(head, parts=head.parts[:-1])
+    # A summary riding in a prompt otherwise stays with it.
+    first = old[0]
+    assert isinstance(first, ModelRequest)
+    riding = ModelRequest(parts=[CompactionPart(WOMBAT), *first.parts])
+    assert strip_artifacts(riding) is riding and summary_view(riding) is None

@@ -53,7 +53,8 @@ Defined here, below the capabilities, because the record rebuild recognises it. 
 def strip_artifacts(message: ModelMessage) -> ModelMessage | None:
     """The message without compaction artifacts, or `None` if nothing of it is conversation.
 
-    Our compaction marker goes whole; harness summary parts (both stored shapes) and receipt parts
+    Our compaction marker goes whole; harness summary parts (both stored shapes), receipt parts and
+    the summary a core compaction carries in a request beside other parts (see `_carries_summary`)
     go part by part, and a message they leave with nothing but configuration records (an
     instruction change core appended to it, say) goes too. A message that was empty to begin with
     stays: it was persisted as such.
@@ -84,7 +85,9 @@ def record_view(message: ModelMessage) -> ModelMessage | None:
     For sources whose every message is stored once already (a conversation store's entries), so no
     snapshot alignment needs the summaries out of the way: like `strip_artifacts`, but a harness
     summary part stays, as the plain `CompactionPart` `summary_view` makes of it. A message that was
-    nothing but a summary is then the summary (role `summary`), indexed once like the record's.
+    nothing but a summary is then the summary (role `summary`), indexed once like the record's. The
+    note our capabilities write for core's compaction goes, as their marker does: it only says what
+    moved out of view, and a conversation store keeps what moved.
     """
     # pydantic-ai is imported where a message is looked at, not with the module (see `text`).
     from pydantic_ai.messages import CompactionPart
@@ -97,8 +100,8 @@ def record_view(message: ModelMessage) -> ModelMessage | None:
         if is_summary_artifact(part):
             parts.append(CompactionPart(content=_summary_text(part)))
             changed = True
-        elif is_compaction_receipt(part) or is_marker_part(part):
-            changed = True
+        elif is_compaction_receipt(part) or is_marker_part(part) or _is_ours(part):
+            changed = True  # our core compaction's note, like our marker, says nothing of the conversation
         else:
             parts.append(part)
     if not changed:
