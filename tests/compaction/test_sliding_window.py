@@ -284,3 +284,16 @@ class TestOnAnAgent:
             await agent.run('TASK: audit the ledger, one step at a time')
         assert len(caught) == 1
         assert len(script.views[-1]) == 11
+
+
+def test_only_requests_after_the_preserved_prompt_still_trim() -> None:
+    # Five 10-token user requests (40 characters each), no response between them: no cut can start
+    # at a response, which once meant the window never trimmed, however far over the trigger.
+    requests = [prompt(f'PROMPT{n} ' + 'x' * 32) for n in range(1, 6)]
+    compaction = SlidingWindowCompaction(max_tokens=10, keep_messages=2)
+    compacted = compaction.compact(requests)
+    assert compacted is not None
+    assert len(compacted) == 2
+    assert task_text(compacted[0]) == 'PROMPT1 ' + 'x' * 32  # the preserved first prompt, marked
+    assert compaction_marker_count(compacted[0]) == 3
+    assert compacted[1] is requests[-1]

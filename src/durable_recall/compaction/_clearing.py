@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 
 from .._vocabulary import SEARCH_TOOL_NAME
@@ -26,6 +26,18 @@ from ._options import (
 )
 from ._placeholder import CLEARED_RESULT_KEY, placeholder, query_words
 from ._size import Tokenizer, estimate_message, measure
+from ._summary import (
+    CORE_COMPACTION,
+    TOOL_RESULT_CLEARING_HANDLER,
+    cleared_summary,
+    compaction_after,
+    summary_count,
+    with_summary,
+    without_summary,
+)
+
+if CORE_COMPACTION or TYPE_CHECKING:
+    from pydantic_ai.capabilities.compaction import CompactionRequest, CompactionResult
 
 __all__ = ('ToolResultClearing',)
 
@@ -52,6 +64,10 @@ class ToolResultClearing(AbstractCapability[Any]):
     `None` nor a dict are never cleared.
 
     Pure, so deterministic in workflow code. Sizes in tokens as for `SlidingWindowCompaction`.
+
+    With pydantic-ai 2.78+ it also answers core's `compact_history` hook (`Agent.compact_history`,
+    `RunContext.request_compaction`, the retry after a context overflow), clearing even when no
+    trigger is crossed, under the handler id `'durable_recall.tool_result_clearing'`.
 
     Args:
         max_results: Trigger: clear when more than this many clearable results are uncleared.
@@ -115,23 +131,26 @@ class ToolResultClearing(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Clear old results in the run's history before the request is sent."""
-        window = None
-        if self.max_fraction is not None:
-            model = request_context.model
-            window = known_window(
-                'ToolResultClearing',
-                self.max_fraction,
-                self.context_window,
-                model.context_window,
-                model.model_name,
-                warn=not self._warned_window,
-            )
-            self._warned_window = self._warned_window or window is None
-        cleared = self.compact(ctx.messages, context_window=window)
+        cleared = self.compact(ctx.messages, context_window=self._window(request_context.model))
         if cleared is not None:
             ctx.messages[:] = cleared
             request_context.messages = list(cleared)
         return request_context
+
+    def _window(self, model: Model) -> int | None:
+        """The window `max_fraction` is taken of (`None` without the option, or when unknown: warned once)."""
+        if self.max_fraction is None:
+            return None
+        window = known_window(
+            'ToolResultClearing',
+            self.max_fraction,
+            self.context_window,
+            model.context_window,
+            model.model_name,
+            warn=not self._warned_window,
+        )
+        self._warned_window = self._warned_window or window is None
+        return window
 
     def compact(
         self, messages: Sequence[ModelMessage], *, context_window: int | None = None
@@ -142,6 +161,17 @@ class ToolResultClearing(AbstractCapability[Any]):
             messages: The history about to be sent; its last message is the pending request.
             context_window: The model's window, for `max_fraction`.
         """
+        cleared = self._clear(messages, context_window, forced=False, everything=False)
+        return None if cleared is None else cleared[0]
+
+    def _clear(
+        self, messages: Sequence[ModelMessage], context_window: int | None, *, forced: bool, everything: bool
+    ) -> tuple[list[ModelMessage], list[int], list[str]] | None:
+        """The history with results cleared, the changed messages' positions and the cleared results' tools.
+
+        `None` when no trigger is crossed (unless `forced`) or nothing can be cleared. With
+        `everything`, every clearable result is cleared, whatever the targets.
+        """
         history = list(messages)
         found = [spot for spot in self._uncleared(history)]
         clearable = [spot for spot in found if spot[0] < len(history) - 1]
@@ -150,7 +180,7 @@ class ToolResultClearing(AbstractCapability[Any]):
         tokens = measure(history, sizes)
         over_count = self.max_results is not None and len(found) > self.max_results
         over_tokens = token_limit is not None and tokens.total > token_limit
-        if not (over_count or over_tokens) or not clearable:
+        if not (forced or over_count or over_tokens) or not clearable:
             return None
         keep_results = self.keep_results
         if keep_results is None:
@@ -160,25 +190,68 @@ class ToolResultClearing(AbstractCapability[Any]):
         keep_tokens = self.keep_tokens
         if keep_tokens is None and token_limit is not None:
             keep_tokens = token_limit // 2
+        if everything:
+            keep_results, keep_tokens = 0, 0
         terms = [set(tokenize(index_text(message))) for message in history]
         size = tokens.overhead + sum(sizes)
         uncleared = len(found)
-        changed = False
+        changed: list[int] = []
+        tools: list[str] = []
         for message_index, part_index in clearable:
-            if uncleared <= keep_results and (keep_tokens is None or size <= keep_tokens):
-                break
+            target_met = uncleared <= keep_results and (keep_tokens is None or size <= keep_tokens)
+            if target_met and not (forced and not tools):
+                break  # a forced clearing clears at least the oldest result
             message = history[message_index]
             assert isinstance(message, ModelRequest)
             others = terms[:message_index] + terms[message_index + 1 :]
             parts = list(message.parts)
-            parts[part_index] = _cleared(cast(ToolReturnPart[Any], parts[part_index]), others)
+            part = cast(ToolReturnPart[Any], parts[part_index])
+            parts[part_index] = _cleared(part, others)
             history[message_index] = replace(message, parts=parts)
             new_size = estimate_message(history[message_index], self.tokenizer)
             size += new_size - sizes[message_index]
             sizes[message_index] = new_size
             uncleared -= 1
-            changed = True
-        return history if changed else None
+            changed.append(message_index)
+            tools.append(part.tool_name)
+        return (history, changed, tools) if changed else None
+
+    if CORE_COMPACTION:
+
+        async def compact_history(self, ctx: RunContext[Any], request: CompactionRequest) -> CompactionResult | None:
+            """Answer core's request to compact (`Agent.compact_history`, `request_compaction`, a context overflow).
+
+            Clears even when no trigger is crossed, down to the targets (at least the oldest
+            clearable result); for `'context_overflow'`, every clearable result, since the model
+            refused the history the targets allowed. The result's `CompactionPart` rides in the
+            first request, after its parts (see `durable_recall.compaction._summary`), and names
+            the tools whose results were cleared and that search recalls them. `focus` is not
+            used: the placeholders already name the query that brings each result back. Returns
+            `None` (another capability may compact) when nothing can be cleared, or when a
+            message after the first holds another capability's or a provider's `CompactionPart`.
+            """
+            window = self._window(request.conversation_request.model)
+            everything = request.reason == 'context_overflow'
+            cleared = self._clear(request.messages, window, forced=True, everything=everything)
+            if cleared is None:
+                return None
+            history, changed, tools = cleared
+            first = history[0]
+            # Our part rides in the first request, last: any other compaction after it would be later.
+            if compaction_after(history[1:] if isinstance(first, ModelRequest) else history):
+                return None
+            previous = summary_count(first, TOOL_RESULT_CLEARING_HANDLER)
+            part = cleared_summary(tools, previous + len(tools))
+            if isinstance(first, ModelRequest):
+                rest = without_summary(first, TOOL_RESULT_CLEARING_HANDLER)
+                holder = replace(first, parts=[part]) if rest is None else with_summary(rest, part)
+                messages = [holder, *history[1:]]
+            else:
+                messages = [ModelRequest(parts=[part]), *history]
+            kept_from = len(messages) - (len(history) - 1 - max(changed))
+            return CompactionResult(
+                messages=messages, part=part, handler=TOOL_RESULT_CLEARING_HANDLER, kept_from=kept_from
+            )
 
     def _uncleared(self, history: Sequence[ModelMessage]) -> list[tuple[int, int]]:
         """(message, part) positions of the results that may be cleared, oldest first."""

@@ -19,6 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 
 from ..text import answered_call_id, compaction_marker_count, has_compaction_marker, is_marker_part, marker_request
 from ..text import without_marker as _without_marker
+from ._summary import SLIDING_WINDOW_HANDLER, summary_count, without_summary
 
 __all__ = ('Split', 'cut_points', 'head_message', 'is_user_request', 'split_history')
 
@@ -29,7 +30,8 @@ class Split:
 
     Attributes:
         head: The preserved first user request, without our marker; `None` when none is preserved.
-        dropped: How many messages earlier compactions dropped, as the marker says (0 without one).
+        dropped: How many messages earlier compactions dropped, as the marker (or our core
+            compaction's part) says (0 without one).
         body: The messages after the head (and after a marker standing alone).
     """
 
@@ -52,7 +54,9 @@ def split_history(messages: Sequence[ModelMessage], *, preserve: bool) -> Split:
 
     A marker stands alone at the head, or carries the preserved prompt, or (written by an earlier
     version, or with `preserve_first_user_message=False`) was merged by core into the prompt that
-    followed it. Only with `preserve` is a prompt next to the marker taken as the preserved head.
+    followed it. The `CompactionPart` a core compaction of ours wrote rides in the first request
+    too, and is taken off it the same way, its running count read as a marker's. Only with
+    `preserve` is a prompt next to the marker taken as the preserved head.
     """
     body = list(messages)
     dropped = 0
@@ -61,6 +65,12 @@ def split_history(messages: Sequence[ModelMessage], *, preserve: bool) -> Split:
         assert isinstance(first, ModelRequest)
         dropped = compaction_marker_count(first)
         rest = _without_marker(first)
+        body = body[1:] if rest is None else [rest, *body[1:]]
+    first = body[0] if body else None
+    if isinstance(first, ModelRequest) and without_summary(first, SLIDING_WINDOW_HANDLER) is not first:
+        # The part a core compaction wrote counts like a marker; the next compaction writes its own.
+        dropped = max(dropped, summary_count(first, SLIDING_WINDOW_HANDLER))
+        rest = without_summary(first, SLIDING_WINDOW_HANDLER)
         body = body[1:] if rest is None else [rest, *body[1:]]
     if preserve and body and is_user_request(body[0]):
         first = body[0]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 
-from ._cuts import cut_points, head_message, split_history
+from ._cuts import Split, cut_points, head_message, split_history
 from ._options import (
     check_below,
     check_bool,
@@ -24,6 +24,17 @@ from ._options import (
     resolve_limit,
 )
 from ._size import Tokenizer, estimate_message, measure
+from ._summary import (
+    CORE_COMPACTION,
+    SLIDING_WINDOW_HANDLER,
+    compaction_after,
+    dropped_summary,
+    standing_prompt,
+    with_summary,
+)
+
+if CORE_COMPACTION or TYPE_CHECKING:
+    from pydantic_ai.capabilities.compaction import CompactionRequest, CompactionResult
 
 __all__ = ('SlidingWindowCompaction',)
 
@@ -50,6 +61,11 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
     **Recall.** The edit is persistent (the run's history itself shrinks). `StepPersistence`
     snapshots before this runs, so the store keeps every dropped message and
     `ConversationSearch` finds them; the marker tells the model so.
+
+    **Core compaction (pydantic-ai 2.78+).** It also answers core's `compact_history` hook
+    (`Agent.compact_history`, `run(compact=...)`, `RunContext.request_compaction`, the retry after
+    a context overflow), cutting even when no trigger is crossed, under the handler id
+    `'durable_recall.sliding_window'`; see `compact_history` and docs/compaction-core.md.
 
     **Durable execution.** Pure: no clock, no I/O, no randomness; the same history gives the
     same cut on every replay.
@@ -124,23 +140,26 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Compact the run's history in place before the request is sent."""
-        window = None
-        if self.max_fraction is not None:
-            model = request_context.model
-            window = known_window(
-                'SlidingWindowCompaction',
-                self.max_fraction,
-                self.context_window,
-                model.context_window,
-                model.model_name,
-                warn=not self._warned_window,
-            )
-            self._warned_window = self._warned_window or window is None
-        compacted = self.compact(ctx.messages, context_window=window)
+        compacted = self.compact(ctx.messages, context_window=self._window(request_context.model))
         if compacted is not None:
             ctx.messages[:] = compacted
             request_context.messages = list(compacted)
         return request_context
+
+    def _window(self, model: Model) -> int | None:
+        """The window `max_fraction` is taken of (`None` without the option, or when unknown: warned once)."""
+        if self.max_fraction is None:
+            return None
+        window = known_window(
+            'SlidingWindowCompaction',
+            self.max_fraction,
+            self.context_window,
+            model.context_window,
+            model.model_name,
+            warn=not self._warned_window,
+        )
+        self._warned_window = self._warned_window or window is None
+        return window
 
     def compact(
         self, messages: Sequence[ModelMessage], *, context_window: int | None = None
@@ -151,18 +170,44 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
             messages: The history about to be sent; its last message is the pending request.
             context_window: The model's window, for `max_fraction`.
         """
+        plan = self._plan(messages, context_window, forced=False, fewest=False)
+        if plan is None:
+            return None
+        split, chosen = plan
+        head = head_message(split.head, split.dropped + chosen, marker=self.marker)
+        return [*([] if head is None else [head]), *split.body[chosen:]]
+
+    def _plan(
+        self, messages: Sequence[ModelMessage], context_window: int | None, *, forced: bool, fewest: bool
+    ) -> tuple[Split, int] | None:
+        """The split history and the cut into its body, or `None` when no trigger is crossed or no cut is possible.
+
+        Args:
+            messages: The history; its last message is the pending request.
+            context_window: The model's window, for `max_fraction`.
+            forced: Cut even when no trigger is crossed (core asked for a compaction).
+            fewest: Keep the fewest messages a cut can leave, whatever the targets (the model
+                refused the history as too long for its window).
+        """
         sizes = [estimate_message(message, self.tokenizer) for message in messages]
         token_limit = resolve_limit(self.max_tokens, self.max_fraction, context_window)
         tokens = measure(messages, sizes) if token_limit is not None or self.keep_tokens is not None else None
         over_messages = self.max_messages is not None and len(messages) > self.max_messages
         over_tokens = token_limit is not None and tokens is not None and tokens.total > token_limit
-        if not (over_messages or over_tokens):
+        if not (forced or over_messages or over_tokens):
             return None
         split = split_history(messages, preserve=self.preserve_first_user_message)
-        needs_request = split.head is None and not self.marker
+        needs_request = split.head is None and not (self.marker or forced)
         points = cut_points(split.body, needs_request=needs_request, after_prompt=split.head is not None)
+        if not points and split.head is not None and not any(isinstance(m, ModelResponse) for m in split.body):
+            # Only requests follow the preserved prompt, so no cut can start at a response: a cut
+            # at a request beats never trimming. The kept request sits next to the head, so a
+            # later run that inherits the history merges the two (see `cut_points`).
+            points = cut_points(split.body, needs_request=needs_request)
         if not points:
             return None
+        if fewest:
+            return split, points[-1]
         keep_messages = self.keep_messages
         if keep_messages is None and self.max_messages is not None:
             keep_messages = self.max_messages // 2
@@ -173,9 +218,8 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
         kept_sizes = [0] * (len(split.body) + 1)  # kept_sizes[i]: the estimate of split.body[i:]
         for index in range(len(split.body) - 1, -1, -1):
             kept_sizes[index] = kept_sizes[index + 1] + estimate_message(split.body[index], self.tokenizer)
-        chosen = points[-1]
         for point in points:
-            head = head_message(split.head, split.dropped + point, marker=self.marker)
+            head = head_message(split.head, split.dropped + point, marker=self.marker or forced)
             head_count = 0 if head is None else 1
             if keep_messages is not None and head_count + len(split.body) - point > keep_messages:
                 continue
@@ -183,7 +227,39 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
                 head_tokens = 0 if head is None else estimate_message(head, self.tokenizer)
                 if overhead + head_tokens + kept_sizes[point] > keep_tokens:
                     continue
-            chosen = point
-            break
-        head = head_message(split.head, split.dropped + chosen, marker=self.marker)
-        return [*([] if head is None else [head]), *split.body[chosen:]]
+            return split, point
+        return split, points[-1]
+
+    if CORE_COMPACTION:
+
+        async def compact_history(self, ctx: RunContext[Any], request: CompactionRequest) -> CompactionResult | None:
+            """Answer core's request to compact (`Agent.compact_history`, `request_compaction`, a context overflow).
+
+            Cuts even when no trigger is crossed, down to the targets (at least the oldest
+            cycle); for `'context_overflow'`, to the fewest messages a cut can leave, since the
+            model refused the history the targets allowed. The result's `CompactionPart` rides in
+            the first request (see `durable_recall.compaction._summary`) and says how many
+            messages moved out of view, and that search recalls them. `focus` is not used: the
+            window keeps the newest messages whole and summarizes nothing, and the search tool
+            recalls whatever the focus names. Returns `None` (another capability may compact)
+            when no cut is possible, or when a kept message holds another capability's or a
+            provider's `CompactionPart`.
+            """
+            window = self._window(request.conversation_request.model)
+            plan = self._plan(request.messages, window, forced=True, fewest=request.reason == 'context_overflow')
+            if plan is None:
+                return None
+            split, chosen = plan
+            kept = split.body[chosen:]
+            if compaction_after(kept):
+                return None
+            part = dropped_summary(split.dropped + chosen)
+            if split.head is not None:
+                holder = with_summary(split.head, part)
+            else:
+                first = request.messages[0]
+                holder = ModelRequest(
+                    parts=[*standing_prompt(request.messages), part],
+                    timestamp=first.timestamp if isinstance(first, ModelRequest) else None,
+                )
+            return CompactionResult(messages=[holder, *kept], part=part, handler=SLIDING_WINDOW_HANDLER, kept_from=1)

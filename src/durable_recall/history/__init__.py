@@ -10,9 +10,10 @@ from ._fold_state import FoldState
 from ._hash import message_hash, message_hashes
 from ._rebuild import Cleaned, RecordBuilder
 from ._source import HistorySource, RunHistory
-from ._strip import record_view, strip_artifacts, summary_view
+from ._strip import CORE_SUMMARY_KEY, record_view, strip_artifacts, summary_view
 
 __all__ = (
+    'CORE_SUMMARY_KEY',
     'Cleaned',
     'FoldState',
     'HistorySource',

@@ -7,6 +7,7 @@ edit keeps a message's identity, and an extension is an edit that only appended 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
@@ -17,7 +18,7 @@ from ._hash import RECORD_PART_KINDS, canonical_form
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ('Seen', 'anchors', 'extends', 'is_edit_of', 'same')
+__all__ = ('Seen', 'anchors', 'extends', 'is_edit_of', 'same', 'same_head')
 
 
 @dataclass(eq=False)
@@ -86,3 +87,14 @@ def same(a: ModelMessage, b: ModelMessage) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+def same_head(previous: Sequence[Seen], current: Sequence[Seen]) -> bool:
+    """Whether both snapshots open with the same message (a head a sliding window preserved)."""
+    return (
+        bool(previous)
+        and bool(current)
+        and previous[0].body_position == 0
+        and current[0].body_position == 0
+        and previous[0].digest == current[0].digest
+    )

@@ -30,11 +30,15 @@ removed, see [`RecordBuilder.fold`][durable_recall.history.RecordBuilder.fold]):
    `P`'s unanchored tail stay edits, and from the first one that is not, every message is new and
    appended to the record. An unanchored message that is no edit *before* the last anchor is a
    compaction rewrite of messages already recorded, and is not added, unless it is a summary (a
-   request holding only `CompactionPart`s, as an application's history processor writes one):
-   that is appended once, as the summaries of rule 5 are.
+   request holding only `CompactionPart`s, as an application's history processor writes one) or
+   a provider's compaction (a response holding a `CompactionPart` that names its provider, as
+   pydantic-ai's core compaction or a stateless provider compaction leaves in the history): that
+   is appended once, as the summaries of rule 5 are.
 
-5. **Summaries.** A compaction summary a snapshot carries (the harness's, in either stored shape)
-   takes no part in the alignment. Its `summary_view` is appended to the record, before the
+5. **Summaries.** A compaction summary a snapshot carries (the harness's, in either stored shape,
+   or a plain `CompactionPart` riding in a request beside other parts, as a capability answering
+   pydantic-ai's core compaction writes it after the standing system prompt) takes no part in the
+   alignment. Its `summary_view` is appended to the record, before the
    snapshot's new messages, unless the previous snapshot carried the same summary: so each summary
    is recorded once, when it was written, and a later summary that restates an earlier one is a
    new summary.
@@ -68,8 +72,8 @@ from typing import TYPE_CHECKING, TypeAlias
 from ..text import compaction_marker_count, has_compaction_marker, is_compaction_marker, message_role
 from ._fold_state import FoldState
 from ._hash import message_hash
-from ._matching import Seen, anchors, extends, is_edit_of, same
-from ._strip import strip_artifacts, summary_view
+from ._matching import Seen, anchors, extends, is_edit_of, same, same_head
+from ._strip import provider_compaction, strip_artifacts, summary_view
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -261,7 +265,7 @@ class RecordBuilder:
         if marker is not None and (dropped := marker - self._previous_marker) > 0:
             # The marker rides in the preserved first prompt when the window keeps it: then what
             # it dropped follows that head instead of starting the previous snapshot.
-            head = 1 if offset == 0 and _same_head(previous, current) else 0
+            head = 1 if offset == 0 and same_head(previous, current) else 0
             previous = [seen for seen in previous if seen.body_position < head or seen.body_position >= head + dropped]
         self._align(previous, current)
         self._previous = current
@@ -371,8 +375,10 @@ class RecordBuilder:
             if match is None:
                 if stop_at_first_new:
                     break
-                if message_role(seen.message) == 'summary':
-                    self._append(seen)  # a summary an application wrote in place of what it restates
+                if message_role(seen.message) == 'summary' or provider_compaction(seen.message):
+                    # A summary an application wrote in place of what it restates, or a provider's
+                    # compaction: both are what the model was shown, recorded once, when they appear.
+                    self._append(seen)
                 continue
             self._edit(old[match], seen)
             start = match + 1
@@ -386,14 +392,3 @@ class RecordBuilder:
             return
         if self._hashes[index] == new.digest or extends(new.message, self.message(index)):
             self._replace(index, new)
-
-
-def _same_head(previous: Sequence[Seen], current: Sequence[Seen]) -> bool:
-    """Whether both snapshots open with the same message (a head a sliding window preserved)."""
-    return (
-        bool(previous)
-        and bool(current)
-        and previous[0].body_position == 0
-        and current[0].body_position == 0
-        and previous[0].digest == current[0].digest
-    )
