@@ -57,7 +57,9 @@ _RETRIES = 5
 class _Read:
     """What was read of one conversation at one revision: its runs, newest content last."""
 
-    revision: str
+    revision: tuple[str, str | None, tuple[str, ...]]
+    """The record's revision, head and branch tips: a store whose revisions repeat (a counter that
+    starts over when a deleted id is saved again) still never gets another conversation's read."""
     runs: tuple[RunHistory, ...]
 
 
@@ -167,7 +169,7 @@ class ConversationStoreSource:
         if record is None:
             return None
         cached = self._cache.get(conversation_id)
-        read = cached if cached is not None and cached.revision == record.revision else await self._read(record)
+        read = cached if cached is not None and cached.revision == _version(record) else await self._read(record)
         return next((history for history in read.runs if history.run.run_id == run_id), None)
 
     async def _record(self, conversation_id: str) -> ConversationRecord | None:
@@ -180,7 +182,7 @@ class ConversationStoreSource:
         """The conversation's runs at `record`'s revision, read again only when the revision moved."""
         cid = record.conversation_id
         cached = self._cache.get(cid)
-        if cached is not None and cached.revision == record.revision:
+        if cached is not None and cached.revision == _version(record):
             self._cache.move_to_end(cid)
             return cached
         for attempt in range(_RETRIES):
@@ -218,7 +220,7 @@ class ConversationStoreSource:
                     seen.update(entry.id for entry in own)
                     metadata = {'history': 'branch', 'tip': tip}
                     lines.append((f'{cid}{_BRANCH}{tip}', metadata, own))
-        return _Read(record.revision, tuple(self._history(cid, *line) for line in lines))
+        return _Read(_version(record), tuple(self._history(cid, *line) for line in lines))
 
     def _history(
         self, conversation_id: str, run_id: str, metadata: dict[str, str], entries: Sequence[ConversationEntry]
@@ -241,6 +243,11 @@ class ConversationStoreSource:
             token=conversation_id,
         )
         return RunHistory(run=run, messages=messages, hashes=message_hashes(messages), version=version)
+
+
+def _version(record: ConversationRecord) -> tuple[str, str | None, tuple[str, ...]]:
+    """What a cached read of the conversation is valid for (see `_Read.revision`)."""
+    return (record.revision, record.head_id, tuple(record.branches))
 
 
 def _started_at(messages: Sequence[ModelMessage]) -> datetime:

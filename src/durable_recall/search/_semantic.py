@@ -187,7 +187,7 @@ class SemanticIndex:
             return None
         size = len(seqs)
         asked = [(record, {position: seqs[position] for position in range(row.first, size)})]
-        [messages] = await self._reader.decoded(asked, [summary_positions(row)])
+        [messages] = await self._reader.decoded(asked, [summary_positions(row)], keys={record.run_id: row.run_key})
         if any(position not in messages for position in range(row.first, size)):
             return None
         return [index_text(messages[position]) for position in range(row.first, size)]
