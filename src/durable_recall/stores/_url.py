@@ -106,7 +106,7 @@ def hide_secrets_of(url: str, text: str) -> str:
     piece of 3 characters or more, split where parsers split, raw and percent-decoded, is hidden.
     """
     secrets: list[str] = []
-    scheme, separator, rest = url.partition('://')
+    _, separator, rest = url.partition('://')
     if separator:
         userinfo, at, _ = rest.rpartition('@')
         if at and ':' in userinfo:
