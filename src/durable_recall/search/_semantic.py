@@ -35,6 +35,7 @@ from ..text import index_text
 from ._corpus import Corpus
 from ._damage import DAMAGE
 from ._reads import Reader, summary_positions
+from ._request import search_text
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder
@@ -45,7 +46,7 @@ BATCH = 64
 """Messages embedded per embedder call."""
 
 MAX_TEXT_CHARS = 4000
-"""What of a message is embedded: small models read a few hundred tokens, APIs bill for all of it."""
+"""What of a message, or of a query, is embedded: small models read a few hundred tokens, APIs bill for all of it."""
 
 _ALL = object()
 
@@ -74,7 +75,8 @@ class SemanticIndex:
         """Cosine similarity of `query` to each scope document with a vector (`run_key << 32 | position`)."""
         import numpy as np
 
-        found = await self._embedder.embed_query(query)
+        # What BM25 reads of it (`search_text`: 4 KiB, never a lone surrogate), cut as an indexed text is.
+        found = await self._embedder.embed_query(search_text(query)[:MAX_TEXT_CHARS])
         probe = np.asarray(found.embeddings[0], dtype=np.float32)
         model = f'{found.provider_name}:{found.model_name}:{probe.shape[0]}'
         matrix = await self._matrix(model, probe.shape[0], conversation_id, all_scopes=all_scopes)
