@@ -15,7 +15,7 @@ from pydantic_ai.conversation_store import ConversationStore
 
 from durable_recall.conversations import ConversationStoreSource
 from durable_recall.conversations._source import branch_run_id, conversation_of, live_run_id
-from durable_recall.search import SearchRequest, _conversation_corpus
+from durable_recall.search import SearchRequest
 from tests.security.test_reused_ids import engine_over
 
 from ._helpers import echo_agent
@@ -90,8 +90,8 @@ async def test_an_index_written_with_the_old_run_ids_is_registered_again(
     await store.save(await agent.run('early zebra', conversation=Conversation(conversation_id='#hash')))
     squatter = await _victim_and_squatter(store)
     with monkeypatch.context() as old:  # index as the format before escaping did: the squatter first
-        old.setattr(_conversation_corpus, 'live_run_id', lambda cid: cid)
-        old.setattr(_conversation_corpus, 'branch_run_id', lambda cid, tip: f'{cid}#branch:{tip}')
+        old.setattr(ConversationStoreSource, 'live_run_id', staticmethod(lambda cid: cid))
+        old.setattr(ConversationStoreSource, 'branch_run_id', staticmethod(lambda cid, tip: f'{cid}#branch:{tip}'))
         search = engine_over(ConversationStoreSource(store))
         for cid in (squatter, '#hash'):
             answer = await search.search(SearchRequest(query='zebra'), scope='conversation', conversation_id=cid)

@@ -154,6 +154,16 @@ class ConversationStoreSource:
         self._owners: dict[str, str] = {}  # run id -> conversation id, for every run listed so far
         self._versions: dict[str, tuple[tuple[str, ...], int]] = {}  # run id -> (entry ids, version)
 
+    @staticmethod
+    def live_run_id(conversation_id: str) -> str:
+        """The run id of a conversation's live history (see the module docstring)."""
+        return live_run_id(conversation_id)
+
+    @staticmethod
+    def branch_run_id(conversation_id: str, tip: str) -> str:
+        """The run id of the branch of a conversation that ends at entry `tip`."""
+        return branch_run_id(conversation_id, tip)
+
     @property
     def store(self) -> ConversationStore:
         """The conversation store the records are read from."""

@@ -44,7 +44,6 @@ from ..conversations import (
     PostgresConversationStore,
     SqliteConversationStore,
 )
-from ..conversations._source import branch_run_id, live_run_id
 from ..history import record_view
 from ..index import Indexer, IndexStorage, Progress, ScopeStatus, Unreadable
 from ._entry_feed import EntryFeed, decode_state, run_record
@@ -205,7 +204,7 @@ class ConversationCorpus:
         could pass for another conversation's branch: such a conversation indexed then is
         registered again.
         """
-        live = live_run_id(cid)
+        live = self._source.live_run_id(cid)
         if live == cid:
             return True
         found = (await self.log.runs([live])).get(live)
@@ -230,7 +229,7 @@ class ConversationCorpus:
         live = await self.log.line(record.head_id) if record.head_id is not None else []
         seen = set(live)
         lines: list[tuple[str, dict[str, str], str | None, int, list[str]]] = [
-            (live_run_id(cid), {'history': 'live'}, record.head_id, 0, live)
+            (self._source.live_run_id(cid), {'history': 'live'}, record.head_id, 0, live)
         ]
         for tip in reversed(record.branches):
             line = await self.log.line(tip)
@@ -240,7 +239,9 @@ class ConversationCorpus:
             own = line[shared:]
             if own:
                 seen.update(own)
-                lines.append((branch_run_id(cid, tip), {'history': 'branch', 'tip': tip}, tip, shared, own))
+                lines.append(
+                    (self._source.branch_run_id(cid, tip), {'history': 'branch', 'tip': tip}, tip, shared, own)
+                )
         bodies = await self.log.entries([entry_id for *_, own in lines for entry_id in own])
         self._bodies.update(bodies)
         runs: list[LogRun] = []
