@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import anyio.to_thread
-
 from ..base import CorruptRunError, CorruptSnapshotError, RunRecord, format_timestamp
 from ..text import index_text, message_role, tokenize
 from ._chunks import decode_chunk, run_postings
@@ -23,6 +21,7 @@ from ._feed import RecordFeed, RecordView, SnapshotFeed
 from ._layout import ROLE_CODES, decode_floats, decode_ints, encode_floats, encode_ints
 from ._reader import SnapshotReader
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
+from ._text_terms import text_terms
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -54,23 +53,6 @@ _BATCH_POSTINGS = 200_000
 def record_text_terms(message: ModelMessage) -> list[str]:
     """The terms a record message is indexed under (the search tool's own traffic excluded)."""
     return tokenize(index_text(message))
-
-
-THREAD_CHARS = 65_536
-"""Text at least this long is tokenized in a worker thread (see `_text_terms`)."""
-
-
-async def _text_terms(message: ModelMessage) -> Counter[str]:
-    """`record_text_terms` counted; a long text's off the event loop.
-
-    Tokenizing is linear but runs at Python speed (a microsecond or more per character): a
-    tenant's 1 MB message would hold the worker's event loop for about a second. In a thread the
-    loop keeps its turns (the thread yields the GIL every few milliseconds).
-    """
-    text = index_text(message)
-    if len(text) < THREAD_CHARS:
-        return Counter(tokenize(text))
-    return await anyio.to_thread.run_sync(lambda: Counter(tokenize(text)))
 
 
 def hash_key(digest: str) -> bytes:
@@ -257,11 +239,11 @@ class Indexer:
                 # reads these few messages back instead.
                 _put(arrays, position, 0, record.seq(position), message, run)
                 continue
-            terms = await _text_terms(message)
+            terms = await text_terms(message)
             _put(arrays, position, terms.total(), record.seq(position), message, run)
             if old_first <= position < old_size:
                 previous = changes[position]
-                before = await _text_terms(previous) if previous is not None else Counter[str]()
+                before = await text_terms(previous) if previous is not None else Counter[str]()
                 if before != terms:
                     replaced[position] = terms
                     affected.update(before, terms)
