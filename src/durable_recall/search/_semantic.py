@@ -67,6 +67,11 @@ class SemanticIndex:
         self._embedder = embedder
         self._reader = Reader(corpus, max_cached_messages=0)
         self._scopes: OrderedDict[tuple[object, str], _Matrix] = OrderedDict()
+        self._keys: dict[str, int] = {}
+        """The index run key each run's vectors were computed for here: a run id deleted and
+        registered again (a new key) with as many messages is embedded again, not ranked by the
+        vectors of what it held before (process memory is not told of a delete; a step store's
+        own vector table is, and forgets them)."""
         self._max_scopes = max_cached_scopes
         self.embedded = 0
         """Messages this index has embedded (not counting queries): what catch-up cost."""
@@ -108,7 +113,7 @@ class SemanticIndex:
         stale: list[IndexedRunRow] = []
         for row in rows:
             held = stored.get(row.run_id)
-            if held is not None and _current(held, row, dim):
+            if held is not None and _current(held, row, dim) and self._keys.get(row.run_id, row.run_key) == row.run_key:
                 current[row.run_id] = held
             else:
                 stale.append(row)
@@ -179,6 +184,7 @@ class SemanticIndex:
             for run_id in texts
         ]
         await self._vectors.save_vectors(model, rows)
+        self._keys.update((row.run_id, full[row.run_id].run_key) for row in rows)
         return {row.run_id: row for row in rows}
 
     async def _texts(self, record: RunRecord, row: IndexedRunRow) -> list[str] | None:
