@@ -35,6 +35,7 @@ from durable_recall import (
     StepStore,
     open_store,
 )
+from durable_recall.stores import redact_url
 
 STORE_VARIABLE = 'DURABLE_RECALL_STORE'
 """The environment variable naming the store (`open_store` syntax: a SQLite path or a Postgres URL)."""
@@ -85,8 +86,12 @@ async def check_store(store: StepStore, process: str) -> None:
 
 
 def fail(process: str, message: str) -> NoReturn:
-    """End the process with `process: error: <message>` on one line of stderr, exit status 1."""
-    sys.stderr.write(f'{process}: error: {" ".join(message.split())}\n')
+    """End the process with `process: error: <message>` on one line of stderr, exit status 1.
+
+    Any store URL or `password=` in the message is redacted (`redact_url`): the samples print the
+    store they could not open, and its URL may carry a password.
+    """
+    sys.stderr.write(f'{process}: error: {" ".join(redact_url(message).split())}\n')
     sys.stderr.flush()
     raise SystemExit(1)
 

@@ -55,3 +55,36 @@ async def test_a_conversation_store_is_searched_by_meaning(tmp_path: Path) -> No
         assert len(concepts.documents) == embedded  # kept between searches
     finally:
         await store.aclose()
+
+
+async def test_a_deleted_then_reused_conversation_id_is_embedded_anew(tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.conversation import Conversation
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from durable_recall import ConversationSearch, ConversationStoreSource, SqliteConversationStore
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart('noted')])
+
+    store = SqliteConversationStore(database=tmp_path / 'conversations.db')
+    concepts = ConceptEmbeddingModel()
+    tool = ConversationSearch(
+        ConversationStoreSource(store), scope='conversation', ranking='hybrid', embedder=embedder(concepts)
+    )
+    agent = Agent(FunctionModel(model))
+    try:
+        first = await agent.run('tenant A bought an automobile', conversation=Conversation(conversation_id='c1'))
+        await store.save(first)
+        await tool.search(context(), request('vehicle'))
+        assert any('automobile' in text for text in concepts.documents)
+        record = await store.read_record('c1')
+        assert record is not None
+        await store.delete_record('c1', expected_revision=record.revision)
+        second = await agent.run('tenant B adopted a puppy', conversation=Conversation(conversation_id='c1'))
+        await store.save(second)  # as many messages as before: the index watermark is the same
+        await tool.search(context(), request('vehicle'))
+        assert any('puppy' in text for text in concepts.documents), 'the new messages get vectors of their own'
+    finally:
+        await store.aclose()

@@ -153,3 +153,32 @@ def test_the_ascii_focus_is_the_token_walks(
         if walked is None or rarity.get(token.term, 0.0) > best:
             walked, best = token, rarity.get(token.term, 0.0)
     assert fast == walked
+
+
+class TestAdversarial:
+    """Texts and queries built to make the focus search slow must still find the same focus."""
+
+    def test_every_prefix_of_a_long_word_finds_the_whole_word_after_it(self) -> None:
+        text = 'a' * 50_000 + ' ZEBRA'
+        terms = ['zebra', *('a' * n for n in range(1, 64))]
+        clipped = clip(text, 100, terms)
+        assert clipped.endswith('ZEBRA')
+
+    def test_a_term_recurring_everywhere_still_lets_the_rarest_win(self) -> None:
+        text = 'the ' * 10_000 + 'ZEBRA ' + 'the ' * 10
+        clipped = clip(text, 100, {'the', 'zebra'}, {'the': 0.1, 'zebra': 3.0})
+        assert 'ZEBRA' in clipped
+
+    def test_a_term_past_the_scan_keeps_the_head(self) -> None:
+        text = 'x ' * (_clip.SCAN_CHARS // 2) + 'ZEBRA'
+        assert clip(text, 100, {'zebra'}) == text[:100] + '...'
+
+    def test_non_ascii_past_the_walk_is_found_by_the_scan(self) -> None:
+        text = 'é ' * _clip.WALK_CHARS + 'Ärger ZEBRA 東京タワー ' + 'é ' * 100
+        assert 'ZEBRA' in clip(text, 50, {'zebra'})
+        assert '東京' in clip(text, 50, tokenize('東京'))
+
+    def test_a_word_cut_by_the_walk_is_not_taken_for_a_term(self) -> None:
+        text = 'é' * (_clip.WALK_CHARS - 3) + ' ab' + 'cdef ' + 'x ' * 200 + 'ab zebra'
+        clipped = clip(text, 40, {'ab'})
+        assert clipped.endswith('ab zebra') or 'ab zebra' in clipped

@@ -102,14 +102,18 @@ class _Corpus:
         return {run_id: {seq: _message(f'{run_id} {seq}') for seq in seqs} for run_id, seqs in wanted.items()}
 
 
+KEYS = {'good': 1, 'later': 2, 'bad': 3}
+"""The runs' index keys."""
+
+
 async def test_messages_read_ahead_are_shown_without_another_read() -> None:
     corpus = _Corpus()
     reader = Reader(corpus)  # pyright: ignore[reportArgumentType]
     good, later = _record('good'), _record('later')
-    [shown] = await reader.messages([(good, {0: 0, 1: 1})], ahead=[(later, [3, 4])])
+    [shown] = await reader.messages([(good, {0: 0, 1: 1})], keys=KEYS, ahead=[(later, [3, 4])])
     assert sorted(shown) == [0, 1]
     assert corpus.reads == [{'good': [0, 1], 'later': [3, 4]}]
-    [shown] = await reader.messages([(later, {0: 3, 1: 4})])
+    [shown] = await reader.messages([(later, {0: 3, 1: 4})], keys=KEYS)
     assert [item.message for item in shown.values()] == [_message('later 3'), _message('later 4')]
     assert len(corpus.reads) == 1
     assert reader.unreadable == []
@@ -119,10 +123,10 @@ async def test_damage_read_ahead_is_named_only_when_shown() -> None:
     corpus = _Corpus()
     reader = Reader(corpus)  # pyright: ignore[reportArgumentType]
     good, bad = _record('good'), _record('bad')
-    [shown] = await reader.messages([(good, {0: 0})], ahead=[(bad, [1])])
+    [shown] = await reader.messages([(good, {0: 0})], keys=KEYS, ahead=[(bad, [1])])
     assert list(shown) == [0]
     assert reader.unreadable == []  # read again without the window ahead: nothing named yet
     assert corpus.reads == [{'good': [0], 'bad': [1]}, {'good': [0]}]
-    [shown] = await reader.messages([(bad, {0: 1})])
+    [shown] = await reader.messages([(bad, {0: 1})], keys=KEYS)
     assert shown == {}
     assert [error.run_id for error in reader.unreadable if isinstance(error, CorruptSnapshotError)] == ['bad']

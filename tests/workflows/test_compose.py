@@ -108,3 +108,23 @@ def test_worker_command_is_the_sample_worker(services: dict[str, dict[str, Any]]
     assert json.loads(cmd) == WORKER_COMMAND, 'the image runs the same command by default'
     copied = re.findall(r'^COPY (\S+) ', dockerfile, re.MULTILINE)
     assert {'src', 'workflows'} <= set(copied), 'the image holds the library and the samples'
+
+
+def test_the_worker_runs_unprivileged(services: dict[str, dict[str, Any]]) -> None:
+    service = services['worker']
+    build = service['build']
+    dockerfile = (REPO_ROOT / build['context'] / build['dockerfile']).read_text()
+    users = re.findall(r'^USER (\S+)$', dockerfile, re.MULTILINE)
+    assert users, 'the image sets a user'
+    uid = users[-1].split(':')[0]
+    assert uid.isdigit() and int(uid) != 0, 'the last USER is a numeric, non-root uid'
+    assert dockerfile.index(f'USER {users[-1]}') > dockerfile.index('RUN pip install'), 'installed as root, run as not'
+    (workdir,) = re.findall(r'^WORKDIR (\S+)$', dockerfile[dockerfile.index('USER ') :], re.MULTILINE)
+    assert workdir.startswith('/home/'), 'the default SQLite store is created where the user may write'
+    assert re.search(r'^ENV PYTHONPATH=/app$', dockerfile, re.MULTILINE), 'the samples import from /app'
+    assert str(service['user']).split(':')[0] == uid
+    assert service['cap_drop'] == ['ALL']
+    assert 'no-new-privileges:true' in service['security_opt']
+    assert not any('--store' in str(part) or '--postgres' in str(part) for part in service['command']), (
+        'the store URL (with its password) goes in the environment, never on the command line `ps` shows'
+    )

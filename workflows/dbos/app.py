@@ -24,6 +24,7 @@ from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage
 
 from durable_recall import DurableRecallError, StepStore, open_store
+from durable_recall.stores import redact_url
 from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, TURNS, capabilities, check_store, fail, scripted_model
 
 APP_NAME = 'durable_recall_sample'
@@ -70,7 +71,7 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
     try:
         store = open_store(spec)
     except (DurableRecallError, ImportError) as error:
-        fail('app', f'cannot open the store {spec!r}: {error}')
+        fail('app', f'cannot open the store {redact_url(spec)!r}: {redact_url(str(error))}')
     try:
         await check_store(store, 'app')  # before DBOS launches: a bad store fails here, with one line
     except BaseException:

@@ -27,6 +27,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_recall import DurableRecallError
+from durable_recall.stores import redact_url
 from durable_recall.temporal import DurableRecallPlugin
 from workflows.conversation import DEFAULT_STORE, STORE_VARIABLE, check_store, fail
 from workflows.temporal import TASK_QUEUE, exit_after, temporal_address
@@ -70,7 +71,8 @@ async def main(argv: Sequence[str] | None = None) -> None:
     try:
         from workflows.temporal.workflows import store  # builds the agent and the store, from the variable
     except (DurableRecallError, ImportError) as error:
-        fail('worker', f'cannot open the store {os.environ.get(STORE_VARIABLE) or DEFAULT_STORE!r}: {error}')
+        where = redact_url(os.environ.get(STORE_VARIABLE) or DEFAULT_STORE)
+        fail('worker', f'cannot open the store {where!r}: {redact_url(str(error))}')
     try:
         await check_store(store, 'worker')  # before serving: a bad store fails here, not in every activity
         try:

@@ -9,7 +9,12 @@ search sees runs, each a sequence of messages. This source maps a conversation t
 * with `branches=True` (the default), one run per branch the conversation left that still holds
   messages of its own, newest branch first wins a shared message, run id
   `'<conversation id>#branch:<tip entry id>'`, holding only the messages that are in neither the
-  live history nor a newer branch. A history a save rewrote (compaction of a serialized
+  live history nor a newer branch.
+
+Run ids never collide across conversations (`live_run_id`, `branch_run_id`): a conversation id
+that is empty, starts with `#` or holds `#branch:` (one that could pass for another's branch) is written
+percent-encoded after a `#` instead, as in `'#B%23branch%3A<tip>'`, so no two conversations'
+runs ever share an id. A history a save rewrote (compaction of a serialized
   conversation, say) is left as a branch, and its details stay searchable.
 
 So within a conversation every stored message is searchable exactly once. A fork shares its
@@ -34,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import quote, unquote_to_bytes
 
 from pydantic_ai.messages import ModelMessage
 
@@ -41,13 +47,46 @@ from ..base import RunRecord
 from ..history import RunHistory, message_hashes, record_view
 from ._api import ConversationEntry, ConversationRecord, ConversationStore
 
-__all__ = ('ConversationStoreSource',)
+__all__ = ('ConversationStoreSource', 'branch_run_id', 'conversation_of', 'live_run_id')
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """A run's start when none of its messages carries a time: stable, so the run record never changes."""
 
 _BRANCH = '#branch:'
 """What joins a conversation id and a branch's tip entry id into the branch's run id."""
+
+_ESCAPED = '#'
+"""What starts the run ids of a conversation whose id is written percent-encoded (see `live_run_id`)."""
+
+
+def live_run_id(conversation_id: str) -> str:
+    """The run id of a conversation's live history: its id, unless that could pass for another run's.
+
+    An id that is empty, starts with `#` or holds `#branch:` is written `'#' + <percent-encoded id>` (every
+    character but letters, digits and `_.-~` encoded, so the encoded id holds no `#`). Every other
+    run id starts with anything but `#`, and a plain id never holds `#branch:`, so each run id
+    names exactly one conversation (`conversation_of`).
+    """
+    if conversation_id and not conversation_id.startswith(_ESCAPED) and _BRANCH not in conversation_id:
+        return conversation_id
+    return _ESCAPED + quote(conversation_id.encode('utf-8', 'surrogatepass'), safe='')
+
+
+def branch_run_id(conversation_id: str, tip: str) -> str:
+    """The run id of the branch of a conversation that ends at entry `tip`."""
+    return f'{live_run_id(conversation_id)}{_BRANCH}{tip}'
+
+
+def conversation_of(run_id: str) -> str:
+    """The conversation whose live history or branch has this run id (the inverse of the two above)."""
+    if run_id.startswith(_ESCAPED):
+        encoded = run_id[len(_ESCAPED) :].split(_ESCAPED, 1)[0]
+        try:
+            return unquote_to_bytes(encoded).decode('utf-8', 'surrogatepass')
+        except UnicodeDecodeError:
+            return run_id  # no run id this source gives: names no conversation it has
+    return run_id.split(_BRANCH, 1)[0]
+
 
 _RETRIES = 5
 """How often a read is retried when a concurrent save or delete released the entries it was reading."""
@@ -57,7 +96,9 @@ _RETRIES = 5
 class _Read:
     """What was read of one conversation at one revision: its runs, newest content last."""
 
-    revision: str
+    revision: tuple[str, str | None, tuple[str, ...]]
+    """The record's revision, head and branch tips: a store whose revisions repeat (a counter that
+    starts over when a deleted id is saved again) still never gets another conversation's read."""
     runs: tuple[RunHistory, ...]
 
 
@@ -113,6 +154,16 @@ class ConversationStoreSource:
         self._owners: dict[str, str] = {}  # run id -> conversation id, for every run listed so far
         self._versions: dict[str, tuple[tuple[str, ...], int]] = {}  # run id -> (entry ids, version)
 
+    @staticmethod
+    def live_run_id(conversation_id: str) -> str:
+        """The run id of a conversation's live history (see the module docstring)."""
+        return live_run_id(conversation_id)
+
+    @staticmethod
+    def branch_run_id(conversation_id: str, tip: str) -> str:
+        """The run id of the branch of a conversation that ends at entry `tip`."""
+        return branch_run_id(conversation_id, tip)
+
     @property
     def store(self) -> ConversationStore:
         """The conversation store the records are read from."""
@@ -156,18 +207,15 @@ class ConversationStoreSource:
     async def run_history(self, run_id: str) -> RunHistory | None:
         """One run's messages, from what the last listing read if the conversation has not changed since.
 
-        A branch's run id names its conversation (`'<conversation id>#branch:<tip>'`), so a fresh
-        source finds it without a listing first.
+        A run id names its conversation (`conversation_of`), so a fresh source finds it without a
+        listing first.
         """
-        conversation_id = self._owners.get(run_id, run_id)
+        conversation_id = self._owners.get(run_id) or conversation_of(run_id)
         record = await self._record(conversation_id)
-        if record is None and run_id not in self._owners and _BRANCH in run_id:
-            conversation_id = run_id.rsplit(_BRANCH, 1)[0]
-            record = await self._record(conversation_id)
         if record is None:
             return None
         cached = self._cache.get(conversation_id)
-        read = cached if cached is not None and cached.revision == record.revision else await self._read(record)
+        read = cached if cached is not None and cached.revision == _version(record) else await self._read(record)
         return next((history for history in read.runs if history.run.run_id == run_id), None)
 
     async def _record(self, conversation_id: str) -> ConversationRecord | None:
@@ -180,7 +228,7 @@ class ConversationStoreSource:
         """The conversation's runs at `record`'s revision, read again only when the revision moved."""
         cid = record.conversation_id
         cached = self._cache.get(cid)
-        if cached is not None and cached.revision == record.revision:
+        if cached is not None and cached.revision == _version(record):
             self._cache.move_to_end(cid)
             return cached
         for attempt in range(_RETRIES):
@@ -206,7 +254,9 @@ class ConversationStoreSource:
         cid = record.conversation_id
         live = await self._store.read_history(record.head_id)
         seen = {entry.id for entry in live}
-        lines: list[tuple[str, dict[str, str], list[ConversationEntry]]] = [(cid, {'history': 'live'}, live)]
+        lines: list[tuple[str, dict[str, str], list[ConversationEntry]]] = [
+            (live_run_id(cid), {'history': 'live'}, live)
+        ]
         if self._branches:
             for tip in reversed(record.branches):
                 line = await self._store.read_history(tip)
@@ -217,8 +267,8 @@ class ConversationStoreSource:
                 if own:
                     seen.update(entry.id for entry in own)
                     metadata = {'history': 'branch', 'tip': tip}
-                    lines.append((f'{cid}{_BRANCH}{tip}', metadata, own))
-        return _Read(record.revision, tuple(self._history(cid, *line) for line in lines))
+                    lines.append((branch_run_id(cid, tip), metadata, own))
+        return _Read(_version(record), tuple(self._history(cid, *line) for line in lines))
 
     def _history(
         self, conversation_id: str, run_id: str, metadata: dict[str, str], entries: Sequence[ConversationEntry]
@@ -241,6 +291,11 @@ class ConversationStoreSource:
             token=conversation_id,
         )
         return RunHistory(run=run, messages=messages, hashes=message_hashes(messages), version=version)
+
+
+def _version(record: ConversationRecord) -> tuple[str, str | None, tuple[str, ...]]:
+    """What a cached read of the conversation is valid for (see `_Read.revision`)."""
+    return (record.revision, record.head_id, tuple(record.branches))
 
 
 def _started_at(messages: Sequence[ModelMessage]) -> datetime:

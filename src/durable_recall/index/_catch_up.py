@@ -21,6 +21,7 @@ from ._feed import RecordFeed, RecordView, SnapshotFeed
 from ._layout import ROLE_CODES, decode_floats, decode_ints, encode_floats, encode_ints
 from ._reader import SnapshotReader
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
+from ._text_terms import text_terms
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -238,11 +239,11 @@ class Indexer:
                 # reads these few messages back instead.
                 _put(arrays, position, 0, record.seq(position), message, run)
                 continue
-            terms = Counter(record_text_terms(message))
+            terms = await text_terms(message)
             _put(arrays, position, terms.total(), record.seq(position), message, run)
             if old_first <= position < old_size:
                 previous = changes[position]
-                before = Counter(record_text_terms(previous)) if previous is not None else Counter[str]()
+                before = await text_terms(previous) if previous is not None else Counter[str]()
                 if before != terms:
                     replaced[position] = terms
                     affected.update(before, terms)

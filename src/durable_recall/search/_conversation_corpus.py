@@ -53,7 +53,6 @@ from ._source_corpus import SourceCorpus
 __all__ = ('ConversationCorpus', 'conversation_corpus')
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_BRANCH = '#branch:'
 _RETRIES = 5
 
 
@@ -164,6 +163,8 @@ class ConversationCorpus:
         """Make the index's runs of one conversation match its record (see the module docstring)."""
         cid = record.conversation_id
         current: ConversationRecord | None = record
+        if held is not None and not await self._current_ids(cid):
+            force = True  # indexed under the run ids of an earlier version: registered again
         for _ in range(_RETRIES):
             if current is None:
                 if held is None or await self.log.reset(cid, held.revision, None, []):
@@ -192,8 +193,35 @@ class ConversationCorpus:
                 )
                 return await self.log.advance(cid, held.revision, now)
         runs, timed, depth = await self._derive(record)
+        await self._evict_squatters(cid, [run.run_id for run in runs])
         now = IndexedConversation(revision=record.revision, head=record.head_id, depth=depth, tips=tips, timed=timed)
         return await self.log.reset(cid, None if held is None else held.revision, now, runs)
+
+    async def _current_ids(self, cid: str) -> bool:
+        """Whether the index holds the conversation under today's run ids (one query, only for an escaped id).
+
+        Run ids were `'<id>#branch:<tip>'` for every id before `live_run_id` escaped the ids that
+        could pass for another conversation's branch: such a conversation indexed then is
+        registered again.
+        """
+        live = self._source.live_run_id(cid)
+        if live == cid:
+            return True
+        found = (await self.log.runs([live])).get(live)
+        return found is not None and found.conversation_id == cid
+
+    async def _evict_squatters(self, cid: str, run_ids: Sequence[str]) -> None:
+        """Forget any other conversation indexed under one of these run ids (by the old run id format).
+
+        Today's run ids never collide across conversations, so such a row is another conversation's,
+        registered before the format changed (`B#branch:<tip>` as a conversation id): it is forgotten,
+        to be registered again under its own escaped ids when it is next searched.
+        """
+        others = {run.conversation_id for run in (await self.log.runs(list(run_ids))).values()} - {cid}
+        for other in sorted(others):
+            held = (await self.log.indexed([other])).get(other)
+            if held is not None:
+                await self.log.reset(other, held.revision, None, [])
 
     async def _derive(self, record: ConversationRecord) -> tuple[list[LogRun], bool, int]:
         """The runs as `ConversationStoreSource` maps them; whether the live run has a start; its depth."""
@@ -201,7 +229,7 @@ class ConversationCorpus:
         live = await self.log.line(record.head_id) if record.head_id is not None else []
         seen = set(live)
         lines: list[tuple[str, dict[str, str], str | None, int, list[str]]] = [
-            (cid, {'history': 'live'}, record.head_id, 0, live)
+            (self._source.live_run_id(cid), {'history': 'live'}, record.head_id, 0, live)
         ]
         for tip in reversed(record.branches):
             line = await self.log.line(tip)
@@ -211,7 +239,9 @@ class ConversationCorpus:
             own = line[shared:]
             if own:
                 seen.update(own)
-                lines.append((f'{cid}{_BRANCH}{tip}', {'history': 'branch', 'tip': tip}, tip, shared, own))
+                lines.append(
+                    (self._source.branch_run_id(cid, tip), {'history': 'branch', 'tip': tip}, tip, shared, own)
+                )
         bodies = await self.log.entries([entry_id for *_, own in lines for entry_id in own])
         self._bodies.update(bodies)
         runs: list[LogRun] = []
@@ -219,7 +249,7 @@ class ConversationCorpus:
         token = f'{cid}#{uuid.uuid4().hex}'
         for run_id, metadata, head, skip, own in lines:
             started = _started_at(bodies, own)
-            timed = timed or (run_id == cid and started is not None)
+            timed = timed or (metadata['history'] == 'live' and started is not None)
             runs.append(
                 LogRun(
                     run_id=run_id,

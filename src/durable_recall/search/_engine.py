@@ -9,6 +9,7 @@ index of the same shape (`SourceCorpus`). Ranking, filters, windows and renderin
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 from pydantic_ai.embeddings import Embedder
 
-from ..base import DurableRecallError
+from ..base import DurableRecallError, StoreUnavailableError
 from ..history import HistorySource
 from ..index import Bm25Params, MemoryVectors, Progress, VectorStorage
 from . import _answer
@@ -33,7 +34,9 @@ from ._source_corpus import SourceCorpus
 from ._warm_up import warm_up
 from ._withheld import withheld_only
 
-__all__ = ('SearchEngine', 'corpus_for', 'vectors_for')
+__all__ = ('SearchEngine', 'corpus_for', 'search_failed', 'vectors_for')
+
+_log = logging.getLogger('durable_recall.search')
 
 _FIRST_WINDOWS = 3
 """Hits whose windows a search reads before it knows whether the answer has room for more."""
@@ -133,8 +136,24 @@ class SearchEngine:
             return None
 
     async def search(self, request: SearchRequest, *, scope: SearchScope, conversation_id: str | None) -> str:
-        """Answer one tool call; every expected outcome is a string, never an exception."""
-        outcome = await self.rank(request, scope=scope, conversation_id=conversation_id)
+        """Answer one tool call: every outcome is a string, except an outage.
+
+        A store that fails inside the search (a refused value, a constraint, damage the reads do
+        not name) gets a fixed answer naming only the error's class: its message may name another
+        conversation's ids or data. The error itself goes to the `durable_recall.search` logger, for
+        the operator.
+
+        `StoreUnavailableError` (the store cannot be reached) is raised: it is transient, and the
+        durable engines retry the search's activity or step until the store is back, so the model
+        gets its answer instead of being told to do without it.
+        """
+        try:
+            outcome = await self.rank(request, scope=scope, conversation_id=conversation_id)
+        except StoreUnavailableError:
+            raise
+        except Exception as error:
+            _log.warning('search failed (%s)', type(error).__name__, exc_info=True)
+            return search_failed(error)
         return outcome.answer(self.max_result_bytes)
 
     async def rank(
@@ -268,3 +287,11 @@ class SearchEngine:
             chosen.append(found)
             shown.update(window(found))
         return chosen
+
+
+def search_failed(error: Exception) -> str:
+    """The answer when the store failed inside a search: the error's class only (see `SearchEngine.search`)."""
+    return (
+        f'The search failed: the conversation history store raised {type(error).__name__}, so nothing was '
+        'searched. Answer without it, or try again later.'
+    )

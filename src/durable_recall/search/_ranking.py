@@ -314,7 +314,8 @@ class Ranker:
             except DAMAGE:
                 continue  # named if the window is asked for
             read_ahead.append((run.record, [seqs[p] for p in positions if p < len(seqs)]))
-        shown = await self._reader.messages(asked, summaries, ahead=read_ahead)
+        keys = {run.record.run_id: key for key, run in runs.items() if run.record is not None}
+        shown = await self._reader.messages(asked, summaries, keys=keys, ahead=read_ahead)
         read = dict(zip(records, shown, strict=True))
         times = {key: runs[key].shown_times(self._reader.unreadable) for key in records}
         hits: list[Hit] = []
@@ -362,7 +363,7 @@ class Ranker:
             return []
         seqs = run.seqs
         asked = [(run.record, {p: seqs[p] for p in range(first)})]
-        [messages] = await self._reader.decoded(asked, [run.summaries])
+        [messages] = await self._reader.decoded(asked, [run.summaries], keys={run.record.run_id: run.row.run_key})
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
 
     async def _filtered(self, scope: CachedScope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:

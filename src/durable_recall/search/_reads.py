@@ -22,14 +22,26 @@ from ._shown import Shown, StoredMessage
 __all__ = ('Reader', 'summary_positions')
 
 
+_Key = tuple[str, str, int]
+"""What identifies one registration of a run: its id, its record's token, and its index run key."""
+
+
 class Reader:
-    """Reads records and messages from a corpus, keeping recently shown messages and what failed."""
+    """Reads records and messages from a corpus, keeping recently shown messages and what failed.
+
+    What it keeps is keyed by the run's registration (`_Key`) and log number. A run id deleted and
+    registered again restarts its log numbers, and its token may well be the same (an application
+    that passes `run_id=`, a conversation id reused after a delete), so the key holds the run's key
+    in the index too: every index hands a registration a key no earlier run had (see
+    `SqliteIndexWriter.put_run`, `MemoryIndex`, and Postgres's identity column), and a message
+    cached for one registration is never shown for another's content.
+    """
 
     def __init__(self, corpus: Corpus, *, max_cached_messages: int = 2048) -> None:
         self._corpus = corpus
-        self._shown: OrderedDict[tuple[str, str, int, bool], Shown] = OrderedDict()
+        self._shown: OrderedDict[tuple[_Key, int, bool], Shown] = OrderedDict()
         self._max_shown = max_cached_messages
-        self._ahead: dict[tuple[str, str, int], StoredMessage] = {}
+        self._ahead: dict[tuple[_Key, int], StoredMessage] = {}
         """Bodies read ahead with the last read, for the windows an answer is likely to show next."""
         self.unreadable: list[Unreadable] = []
         """What could not be read since the owner last reset it."""
@@ -58,18 +70,20 @@ class Reader:
         asked: Sequence[tuple[RunRecord, Mapping[int, int]]],
         summaries: Sequence[Collection[int]] = (),
         *,
+        keys: Mapping[str, int],
         ahead: Sequence[tuple[RunRecord, Collection[int]]] = (),
     ) -> list[dict[int, Shown]]:
         """Record messages by position, per run asked, from recent answers or one read of the corpus.
 
         A position in the run's `summaries` (the index's `summary` role) is the summary its log
         entry carries (`summary_view`); any other is the entry with compaction artifacts removed.
-        A warm process re-shows messages, so they are cached; keyed by the run's token too, since a
-        deleted run id registered again reuses log numbers.
+        A warm process re-shows messages, so they are cached, keyed by the run's registration
+        (see the class docstring), since a deleted run id registered again reuses log numbers.
 
         Args:
             asked: Per run, its record and the log numbers of the positions wanted.
             summaries: Per run asked, its summary positions.
+            keys: The index run key of each run asked or read ahead, by run id.
             ahead: Log numbers (per run) an answer is likely to ask for next: when this call has to
                 read anyway, they are read in the same round trip, kept as they are stored (not
                 prepared: the answer may stop before them) until the next call asks for them.
@@ -81,19 +95,19 @@ class Reader:
         unread: dict[str, dict[int, set[bool]]] = {}
         for run, seqs, summary in views:
             for position, seq in seqs.items():
-                if (run.run_id, run.token, seq, position in summary) not in cache:
+                if (_key(run, keys), seq, position in summary) not in cache:
                     unread.setdefault(run.run_id, {}).setdefault(seq, set()).add(position in summary)
         if unread:
-            tokens = {run.run_id: run.token for run, _, _ in views}
-            found = await self._read_logs(unread, tokens, self._read_ahead(ahead, unread))
+            tokens = {run.run_id: _key(run, keys) for run, _, _ in views}
+            found = await self._read_logs(unread, tokens, self._read_ahead(ahead, unread, keys))
             for run_id, shown in found.items():
                 for (seq, summary), item in shown.items():
-                    cache[run_id, tokens[run_id], seq, summary] = item
+                    cache[tokens[run_id], seq, summary] = item
         out: list[dict[int, Shown]] = []
         for run, seqs, summary in views:
             messages: dict[int, Shown] = {}
             for position, seq in seqs.items():
-                key = (run.run_id, run.token, seq, position in summary)
+                key = (_key(run, keys), seq, position in summary)
                 message = cache.get(key)
                 if message is not None:
                     cache.move_to_end(key)
@@ -104,11 +118,15 @@ class Reader:
         return out
 
     async def decoded(
-        self, asked: Sequence[tuple[RunRecord, Mapping[int, int]]], summaries: Sequence[Collection[int]] = ()
+        self,
+        asked: Sequence[tuple[RunRecord, Mapping[int, int]]],
+        summaries: Sequence[Collection[int]] = (),
+        *,
+        keys: Mapping[str, int],
     ) -> list[dict[int, ModelMessage]]:
         """`messages` as pydantic-ai messages (a run one of which does not decode is named and left out)."""
         out: list[dict[int, ModelMessage]] = []
-        for (run, _), shown in zip(asked, await self.messages(asked, summaries), strict=True):
+        for (run, _), shown in zip(asked, await self.messages(asked, summaries, keys=keys), strict=True):
             try:
                 out.append({position: item.message for position, item in shown.items()})
             except MessageDecodeError as error:
@@ -117,25 +135,29 @@ class Reader:
         return out
 
     def _read_ahead(
-        self, ahead: Sequence[tuple[RunRecord, Collection[int]]], unread: Mapping[str, Mapping[int, object]]
-    ) -> dict[str, tuple[str, set[int]]]:
-        """The log numbers to read ahead (per run: its token, its numbers), none already at hand or asked."""
-        out: dict[str, tuple[str, set[int]]] = {}
+        self,
+        ahead: Sequence[tuple[RunRecord, Collection[int]]],
+        unread: Mapping[str, Mapping[int, object]],
+        keys: Mapping[str, int],
+    ) -> dict[str, tuple[_Key, set[int]]]:
+        """The log numbers to read ahead (per run: its registration, its numbers), none already at hand or asked."""
+        out: dict[str, tuple[_Key, set[int]]] = {}
         for run, seqs in ahead:
             asked = unread.get(run.run_id, {})
+            key = _key(run, keys)
             for seq in seqs:
-                if seq in asked or (run.run_id, run.token, seq) in self._ahead:
+                if seq in asked or (key, seq) in self._ahead:
                     continue
-                if (run.run_id, run.token, seq, False) in self._shown:
+                if (key, seq, False) in self._shown:
                     continue
-                out.setdefault(run.run_id, (run.token, set()))[1].add(seq)
+                out.setdefault(run.run_id, (key, set()))[1].add(seq)
         return out
 
     async def _read_logs(
         self,
         unread: dict[str, dict[int, set[bool]]],
-        tokens: Mapping[str, str],
-        ahead: Mapping[str, tuple[str, set[int]]],
+        tokens: Mapping[str, _Key],
+        ahead: Mapping[str, tuple[_Key, set[int]]],
     ) -> dict[str, dict[tuple[int, bool], Shown]]:
         """Log entries in one read, ready to show as asked (`unread`: run, log number, whether as its summary).
 
@@ -151,7 +173,7 @@ class Reader:
         wanted: dict[str, list[int]] = {}
         for run_id, seqs in unread.items():
             for seq in sorted(seqs):
-                body = kept.pop((run_id, tokens[run_id], seq), None)
+                body = kept.pop((tokens[run_id], seq), None)
                 if body is None:
                     wanted.setdefault(run_id, []).append(seq)
                 else:
@@ -165,13 +187,12 @@ class Reader:
             except CorruptSnapshotError:
                 read = await self._read_apart(wanted)
             for run_id, stored in read.items():
-                token = ahead[run_id][0] if run_id in ahead else ''
                 asked = set(wanted.get(run_id, ()))
                 for seq, body in stored.items():
                     if seq in asked:
                         found.setdefault(run_id, {})[seq] = body
                     elif run_id in ahead:
-                        self._ahead[run_id, token, seq] = body
+                        self._ahead[ahead[run_id][0], seq] = body
         out: dict[str, dict[tuple[int, bool], Shown]] = {}
         for run_id, stored in found.items():
             try:
@@ -196,6 +217,11 @@ class Reader:
             except CorruptSnapshotError as error:
                 self.unreadable.append(error)
         return found
+
+
+def _key(run: RunRecord, keys: Mapping[str, int]) -> _Key:
+    """The run's registration (its index key must be given: there is no safe default)."""
+    return (run.run_id, run.token, keys[run.run_id])
 
 
 _SUMMARY = ROLE_NAMES.index('summary')

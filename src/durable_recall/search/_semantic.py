@@ -35,6 +35,7 @@ from ..text import index_text
 from ._corpus import Corpus
 from ._damage import DAMAGE
 from ._reads import Reader, summary_positions
+from ._request import search_text
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder
@@ -45,7 +46,7 @@ BATCH = 64
 """Messages embedded per embedder call."""
 
 MAX_TEXT_CHARS = 4000
-"""What of a message is embedded: small models read a few hundred tokens, APIs bill for all of it."""
+"""What of a message, or of a query, is embedded: small models read a few hundred tokens, APIs bill for all of it."""
 
 _ALL = object()
 
@@ -66,6 +67,11 @@ class SemanticIndex:
         self._embedder = embedder
         self._reader = Reader(corpus, max_cached_messages=0)
         self._scopes: OrderedDict[tuple[object, str], _Matrix] = OrderedDict()
+        self._keys: dict[str, int] = {}
+        """The index run key each run's vectors were computed for here: a run id deleted and
+        registered again (a new key) with as many messages is embedded again, not ranked by the
+        vectors of what it held before (process memory is not told of a delete; a step store's
+        own vector table is, and forgets them)."""
         self._max_scopes = max_cached_scopes
         self.embedded = 0
         """Messages this index has embedded (not counting queries): what catch-up cost."""
@@ -74,7 +80,8 @@ class SemanticIndex:
         """Cosine similarity of `query` to each scope document with a vector (`run_key << 32 | position`)."""
         import numpy as np
 
-        found = await self._embedder.embed_query(query)
+        # What BM25 reads of it (`search_text`: 4 KiB, never a lone surrogate), cut as an indexed text is.
+        found = await self._embedder.embed_query(search_text(query)[:MAX_TEXT_CHARS])
         probe = np.asarray(found.embeddings[0], dtype=np.float32)
         model = f'{found.provider_name}:{found.model_name}:{probe.shape[0]}'
         matrix = await self._matrix(model, probe.shape[0], conversation_id, all_scopes=all_scopes)
@@ -106,7 +113,7 @@ class SemanticIndex:
         stale: list[IndexedRunRow] = []
         for row in rows:
             held = stored.get(row.run_id)
-            if held is not None and _current(held, row, dim):
+            if held is not None and _current(held, row, dim) and self._keys.get(row.run_id, row.run_key) == row.run_key:
                 current[row.run_id] = held
             else:
                 stale.append(row)
@@ -177,6 +184,7 @@ class SemanticIndex:
             for run_id in texts
         ]
         await self._vectors.save_vectors(model, rows)
+        self._keys.update((row.run_id, full[row.run_id].run_key) for row in rows)
         return {row.run_id: row for row in rows}
 
     async def _texts(self, record: RunRecord, row: IndexedRunRow) -> list[str] | None:
@@ -187,7 +195,7 @@ class SemanticIndex:
             return None
         size = len(seqs)
         asked = [(record, {position: seqs[position] for position in range(row.first, size)})]
-        [messages] = await self._reader.decoded(asked, [summary_positions(row)])
+        [messages] = await self._reader.decoded(asked, [summary_positions(row)], keys={record.run_id: row.run_key})
         if any(position not in messages for position in range(row.first, size)):
             return None
         return [index_text(messages[position]) for position in range(row.first, size)]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote_plus
 
 if TYPE_CHECKING:
     from ._protocol import StepStore
 
-__all__ = ('open_spec_store', 'open_store', 'redact_url')
+__all__ = ('hide_secrets_of', 'open_spec_store', 'open_store', 'redact_url')
 
 _SQLITE_SUFFIXES = ('.db', '.sqlite', '.sqlite3')
 _SUPPORTED = (
@@ -93,17 +94,75 @@ def _sqlite(path: str) -> StepStore:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by `***`, fit for error messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return '<malformed URL>'
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, hosts = netloc.rpartition('@')
-        netloc = f'{userinfo.partition(":")[0]}:***@{hosts}'
-    query = parts.query
-    if 'password' in query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(key, '***' if key == 'password' else value) for key, value in pairs], safe='*')
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    """The URL (or libpq `key=value` string) with every password replaced by `***`, fit for messages and logs.
+
+    Built to fail safe on text no parser agrees on: a password holding `/`, `#`, `?` or `@` unencoded
+    (which `urllib` and libpq split elsewhere), percent-encoded parameter names (`pass%77ord=`), and
+    the `password` and `sslpassword` parameters in any case, in a URL's query or a `key=value`
+    string. The user information runs to the *last* `@` after the scheme, and all of it after the
+    user name is hidden; an `@` later in the URL (in a query value) hides more than the password,
+    never less. A text that is not one URL (an error message) has each URL in it redacted so, up
+    to the next space or quote.
+    """
+    if not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return '<not a URL>'
+    scheme, separator, rest = url.partition('://')
+    if not separator or not _SCHEME.fullmatch(scheme):
+        # Not one URL: a `key=value` string, or a message quoting URLs (each redacted in place).
+        text = _EMBEDDED_URL.sub(lambda match: redact_url(match.group()), url)
+        return _KEY_VALUE_SECRET.sub(lambda match: f'{match.group(1)}***', text)
+    userinfo, at, after = rest.rpartition('@')
+    if at:
+        user, colon, _ = userinfo.partition(':')
+        shown_user = _redact_query(user) if ('?' in user or '=' in user) else user
+        rest = f'{shown_user}:***@{after}' if colon else f'{shown_user}@{after}'
+    return f'{scheme}://{_redact_query(rest)}'
+
+
+def hide_secrets_of(url: str, text: str) -> str:
+    """`text` (a driver's message about `url`) with every piece of `url`'s passwords in it replaced by `***`.
+
+    A parser's message quotes what it could not read, and with a password holding `/` or `#` that
+    is a piece of the password ("Port could not be cast to integer value as '<password>'"): each
+    piece of 3 characters or more, split where parsers split, raw and percent-decoded, is hidden.
+    """
+    secrets: list[str] = []
+    _, separator, rest = url.partition('://')
+    if separator:
+        userinfo, at, _ = rest.rpartition('@')
+        if at and ':' in userinfo:
+            secrets.append(userinfo.partition(':')[2])
+        for pair in rest.partition('?')[2].split('&'):
+            key, equals, value = pair.partition('=')
+            if equals and unquote_plus(key).strip().lower() in _SECRET_KEYS:
+                secrets.append(value)
+    else:
+        secrets += (match.group(0).partition('=')[2].strip(" '") for match in _KEY_VALUE_SECRET.finditer(url))
+    pieces = {piece for secret in secrets for form in (secret, unquote_plus(secret)) for piece in _PIECES.split(form)}
+    pieces.update(unquote_plus(secret) for secret in secrets)
+    pieces.update(secrets)
+    for piece in sorted((piece for piece in pieces if len(piece) >= 3), key=len, reverse=True):
+        text = text.replace(piece, '***')
+    return text
+
+
+def _redact_query(text: str) -> str:
+    """`text` with the value of each `password`-like parameter after its first `?` hidden (to the next `&`)."""
+    head, question, query = text.partition('?')
+    if not question:
+        return text
+    pairs: list[str] = []
+    for pair in query.split('&'):
+        key, equals, _ = pair.partition('=')
+        if equals and unquote_plus(key).strip().lower() in _SECRET_KEYS:
+            pair = f'{key}=***'
+        pairs.append(pair)
+    return f'{head}?{"&".join(pairs)}'
+
+
+_SCHEME = re.compile(r'[A-Za-z][A-Za-z0-9+.\-]*')
+_EMBEDDED_URL = re.compile(r"""[A-Za-z][A-Za-z0-9+.\-]*://[^\s'"]*""")
+_PIECES = re.compile(r"[/#?@:&=;'\"\s]+")
+_SECRET_KEYS = frozenset({'password', 'sslpassword'})
+_KEY_VALUE_SECRET = re.compile(r"""(?i)(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S*)""")
+"""A libpq `key=value` password: quoted (with backslash escapes) or up to the next space."""

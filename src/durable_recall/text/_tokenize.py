@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from ._analyzer import analyze_word, cached_term, on_change
 
-__all__ = ('Token', 'iter_tokens', 'tokenize')
+__all__ = ('CJK', 'UNSPACED', 'Token', 'iter_tokens', 'tokenize')
 
 
 class Token(NamedTuple):
@@ -39,7 +39,7 @@ class Token(NamedTuple):
     end: int
 
 
-_CJK = (
+CJK = (
     '\u1100-\u11ff'  # Hangul Jamo
     '\u3005-\u3007'  # iteration mark, closing mark, ideographic zero
     '\u3021-\u3029'  # Hangzhou numerals
@@ -60,7 +60,7 @@ _CJK = (
 )
 """Scripts split into bigrams. Applied after NFKC, so half-width katakana has become full-width."""
 
-_UNSPACED = (
+UNSPACED = (
     '\u0e00-\u0e7f'  # Thai
     '\u0e80-\u0eff'  # Lao
     '\u1000-\u109f'  # Myanmar
@@ -109,9 +109,9 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     marks = _mark_class()
     runs = re.compile(f'[\\w{marks}{_IGNORABLE}]+')
     mark = re.compile(f'[{marks}]')
-    not_word = f'(?![{_CJK}{_UNSPACED}])'
+    not_word = f'(?![{CJK}{UNSPACED}])'
     terms = re.compile(
-        f'(?P<bigram>[{_CJK}]+|[{_UNSPACED}]+)|(?P<word>{not_word}\\w(?:{not_word}[\\w{marks}])*)',
+        f'(?P<bigram>[{CJK}]+|[{UNSPACED}]+)|(?P<word>{not_word}\\w(?:{not_word}[\\w{marks}])*)',
     )
     return runs, mark, terms
 

@@ -8,6 +8,7 @@ writes, which is what one SQL transaction gives there.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,12 @@ def _new_generation() -> str:
     return uuid.uuid4().hex
 
 
+_RUN_KEYS = itertools.count(1)
+"""Run keys for every in-memory index of the process: a run registered anew (in this index or a new
+one that replaced it) never gets a key an earlier run had, so what a reader cached by key can never
+be shown for another run's content."""
+
+
 @dataclass
 class _Scope:
     key: int
@@ -51,7 +58,6 @@ class _Tables:
     """(term, scope key) -> chunk number -> chunk."""
     hashes: dict[int, dict[bytes, int]] = field(default_factory=dict[int, dict[bytes, int]])
     """scope key -> hash -> the run key that first held it."""
-    next_run_key: int = 1
     generation: str = field(default_factory=_new_generation)
 
 
@@ -217,8 +223,7 @@ class _Writer:
 
     async def put_run(self, change: RunCommit, scope_key: int, run_key: int | None) -> int:
         if run_key is None:
-            run_key = self._tables.next_run_key
-            self._tables.next_run_key += 1
+            run_key = next(_RUN_KEYS)
         self._tables.runs[change.run_id] = IndexedRunRow(
             run_key=run_key,
             run_id=change.run_id,

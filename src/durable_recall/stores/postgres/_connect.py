@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ...base import StoreUnavailableError
-from .._url import redact_url
+from .._url import hide_secrets_of, redact_url
 from ._handover import handing_over
 from ._live import AsyncConnectionPoolLike, live_connection
 from ._tables import STEP_TABLES, TABLES, PostgresTables
@@ -395,6 +395,6 @@ def _check_url(url: object, store: str) -> None:
         from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
 
         raise StoreConfigurationError(
-            f'{store}: {redact_url(url)!r} is not a usable Postgres URL ({problem}): '
+            f'{store}: {redact_url(url)!r} is not a usable Postgres URL ({hide_secrets_of(url, problem)}): '
             'pass one like postgresql://user:password@host:5432/database.'
         )

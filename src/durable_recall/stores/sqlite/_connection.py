@@ -12,6 +12,7 @@ creates and migrates, described by a `SqliteTables` (`STEP_TABLES` for the step 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Generator
@@ -231,6 +232,7 @@ class SqliteConnection:
     def _open(self) -> sqlite3.Connection:
         """Connect, switch to WAL and check the schema version, so a bad file fails right here."""
         try:
+            _create_private(self.path)
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as error:
             raise self._unusable(error) from error
@@ -330,3 +332,24 @@ class SqliteConnection:
         if code & 0xFF in _CONFIGURATION_CODES:
             return self._unusable(error)
         return None
+
+
+def _create_private(path: str) -> None:
+    """Create the database file readable and writable by its owner only (0600), if it does not exist.
+
+    The store holds every message of every conversation; under the usual umask 022 SQLite would
+    create it 0644, readable by every local user. SQLite gives the `-wal` and `-shm` files it
+    creates the database file's mode, so they are 0600 too. An existing file's mode is left alone.
+
+    Raises:
+        sqlite3.OperationalError: The file cannot be created (reported as SQLite would).
+    """
+    if path == ':memory:' or path.startswith('file:') or not path:
+        return
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as error:
+        raise sqlite3.OperationalError(f'unable to open database file ({error.strerror})') from error
+    os.close(descriptor)

@@ -69,14 +69,13 @@ class SqliteIndexWriter:
             change.state,
         )
         if run_key is None:
-            inserted = self._conn.execute(
+            run_key = _next_run_key(self._conn)
+            self._conn.execute(
                 'INSERT INTO dr_index_runs'
-                ' (run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
-                ' VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-                (change.run_id, *values),
+                ' (run_key, run_id, scope_key, started_at, seen, first, lengths, seqs, roles, times, state)'
+                ' VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+                (run_key, change.run_id, *values),
             )
-            run_key = inserted.lastrowid
-            assert run_key is not None, 'an INSERT into a rowid table sets lastrowid'
             return run_key
         self._conn.execute(
             'UPDATE dr_index_runs SET scope_key = ?, started_at = ?, seen = ?, first = ?,'
@@ -169,3 +168,22 @@ def bump_generation(conn: sqlite3.Connection, generation: str | None = None) -> 
         ' ON CONFLICT (key) DO UPDATE SET value = excluded.value',
         (generation or uuid.uuid4().hex,),
     )
+
+
+def _next_run_key(conn: sqlite3.Connection) -> int:
+    """A run key no run of this index ever had: past the highest in the table and the highest ever handed out.
+
+    SQLite hands a new rowid out as one past the highest present, so a deleted run's key would be
+    reused by the next run registered; a process that cached what it showed by key would then
+    show the deleted run's messages for the new one. The high-water mark is kept in `dr_meta`.
+    """
+    (key,) = conn.execute(
+        'SELECT MAX(COALESCE((SELECT MAX(run_key) FROM dr_index_runs), 0),'
+        " COALESCE((SELECT CAST(value AS INTEGER) FROM dr_meta WHERE key = 'index_last_run_key'), 0)) + 1"
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO dr_meta (key, value) VALUES ('index_last_run_key', ?)"
+        ' ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        (str(key),),
+    )
+    return int(key)
