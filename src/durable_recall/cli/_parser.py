@@ -248,8 +248,16 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         help='answer budget (default: 16000)',
     )
     search.add_argument('--role', action='append', choices=ROLES, help='only these roles (repeatable)')
-    search.add_argument('--since', metavar='TIME', help='only messages at or after this ISO-8601 time')
-    search.add_argument('--until', metavar='TIME', help='only messages at or before this ISO-8601 time')
+    search.add_argument(
+        '--since',
+        metavar='TIME',
+        help='only messages at or after this ISO-8601 time; a time without a zone is UTC, as every time shown is',
+    )
+    search.add_argument(
+        '--until',
+        metavar='TIME',
+        help='only messages at or before this ISO-8601 time; a time without a zone is UTC (2026-01-31T17:00)',
+    )
     search.add_argument('--order', choices=ORDERS, default='relevance')
     search.add_argument(
         '--ranking',

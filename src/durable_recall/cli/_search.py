@@ -14,7 +14,7 @@ a one-line error (exit status 1), not a search quietly done by BM25 alone.
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ..history import HistorySource
@@ -155,10 +155,28 @@ async def _check_targets(opened: OpenedStore, conversation_id: str | None, run_i
 
 
 def _time_flag(flag: str, value: str | None) -> str | None:
+    """`--since`/`--until` as an ISO-8601 UTC string: a time without a zone is UTC, as every time shown is.
+
+    Raises:
+        CliError: (usage) The value is not an ISO-8601 time, or it names a moment outside what UTC can
+            represent (year 1 to 9999).
+    """
     if value is None:
         return None
     try:
-        moment = datetime.fromisoformat(value.replace('Z', '+00:00'))
+        moment = datetime.fromisoformat(value.strip().replace('Z', '+00:00'))
     except ValueError:
-        raise CliError(f'{flag} {value!r} is not an ISO-8601 time such as 2026-01-31T09:30:00Z', status=2) from None
-    return iso_time(moment if moment.tzinfo is not None else moment.astimezone())
+        raise CliError(
+            f'{flag} {value!r} is not an ISO-8601 time such as 2026-01-31T09:30:00Z (no zone: UTC)', status=EXIT_USAGE
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        moment = moment.astimezone(UTC)
+        moment.timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise CliError(
+            f'{flag} {value!r} is out of range: UTC times run from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z',
+            status=EXIT_USAGE,
+        ) from None
+    return iso_time(moment)
