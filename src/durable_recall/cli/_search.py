@@ -93,14 +93,17 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         raise CliError(_missing_semantic(error)) from None
     bar = _CatchUpBar(stream=err, forced=args.progress)
     try:
-        outcome = await engine.rank(request, scope=scope, conversation_id=conversation_id, progress=bar.advance)
+        outcome = await engine.rank(
+            request, scope=scope, conversation_id=conversation_id, progress=bar.advance, count_matches=True
+        )
     finally:
         bar.close()
     answer = outcome.answer(args.max_bytes)
     if not args.json:
         out.write(answer + '\n')
         return 0
-    matches = match_records(outcome, DEFAULT_SKIP_TOOLS)
+    shown = outcome.shown(args.max_bytes)
+    matches = match_records(outcome, DEFAULT_SKIP_TOOLS)[:shown]
     document: dict[str, Any] = {
         'store': label,
         'query': request.query,
@@ -116,6 +119,8 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         'ranking': engine.ranking,
         'hybrid_weight': engine.hybrid_weight if engine.ranking == 'hybrid' else None,
         'answer': answer,
+        'total_matches': outcome.matched or 0,
+        'shown_matches': len(matches),
         'matches': matches,
     }
     write_json(document, out)

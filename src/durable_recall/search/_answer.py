@@ -26,6 +26,7 @@ __all__ = (
     'note_for',
     'render_blocks',
     'said_at',
+    'shown_blocks',
     'no_conversation',
     'no_matches',
     'no_run',
@@ -179,14 +180,17 @@ def said_at(moment: float) -> str:
         return 'time unknown'
 
 
-def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> str:
+def format_blocks(
+    query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
+) -> str:
     """The answer from the first rendered blocks of `count`: those that fit `max_bytes`, and a closing line.
 
     The caller may render only as many blocks as can fit (see `blocks_fitting`); the rest are
-    counted as left out all the same.
+    counted as left out all the same. With `matched` (every matching message, counted apart from
+    windows and budget), the header says how many of them the blocks show: `3 of 12 matches`.
     """
-    kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes)
-    text = _header(query, total, len(kept)) + '\n\n' + SEPARATOR.join(kept)
+    kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes, matched=matched)
+    text = _header(query, total, len(kept), matched) + '\n\n' + SEPARATOR.join(kept)
     left = count - len(kept)
     if left:
         text += (
@@ -196,9 +200,18 @@ def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, 
     return text
 
 
-def blocks_fitting(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> int:
+def blocks_fitting(
+    query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
+) -> int:
     """How many of the first rendered blocks the answer keeps whole (rendering more cannot add to them)."""
-    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, cut=False))
+    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, cut=False, matched=matched))
+
+
+def shown_blocks(
+    query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
+) -> int:
+    """How many blocks `format_blocks` shows with the same arguments (the last one cut, if it must be)."""
+    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, matched=matched))
 
 
 def _block(
@@ -230,18 +243,30 @@ def _block(
     return '\n'.join(out)
 
 
-def _header(query: str, total: int, count: int) -> str:
-    noun = 'match' if count == 1 else 'matches'
-    return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
+def _header(query: str, total: int, count: int, matched: int | None = None) -> str:
+    if matched is None:
+        noun = 'match' if count == 1 else 'matches'
+        return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
+    noun = 'match' if matched == 1 else 'matches'
+    return f'{count} of {matched} {noun} for {echo(query)} in {total} persisted messages:'
 
 
 SEPARATOR = '\n\n---\n\n'
 """Between blocks."""
 
 
-def _kept(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, cut: bool = True) -> list[str]:
+def _kept(
+    query: str,
+    total: int,
+    blocks: Sequence[str],
+    *,
+    count: int,
+    max_bytes: int,
+    cut: bool = True,
+    matched: int | None = None,
+) -> list[str]:
     kept: list[str] = []
-    used = len(_header(query, total, count).encode()) + 2
+    used = len(_header(query, total, count, matched).encode()) + 2
     for block in blocks:
         cost = len(block.encode()) + (len(SEPARATOR) if kept else 0)
         if used + cost > max_bytes - 200:  # room for the closing line
