@@ -31,6 +31,7 @@ from ._output import field_lines, terminal_width, write_json
 from ._parser import DEFAULT_STORE, MAX_TURNS, MIN_TURNS, EngineName
 from ._reading import read_run
 from ._script import DETAIL, WINDOW, prompts, scripted_model
+from ._store import check_writable_store
 from ._turn import TurnResult
 
 __all__ = ('run_demo',)
@@ -122,7 +123,9 @@ def _model(name: str | None) -> Model | str:
 def _store_path(text: str) -> Path:
     if '://' in text or text.strip() in ('', 'memory:'):
         raise CliError(f'the demo keeps its store in a SQLite file: pass --store PATH (such as {DEFAULT_STORE})')
-    return Path(text).expanduser().resolve()
+    path = Path(text).expanduser().resolve()
+    check_writable_store(path)
+    return path
 
 
 def _header(
