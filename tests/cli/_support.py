@@ -130,10 +130,14 @@ def as_shown_by_cli(tool_text: str, cli_text: str) -> str:
     if found is None:
         return tool_text
     shown, query, total = found.groups()
-    cli_head = re.fullmatch(rf'{shown} of (\d+) (match|matches) for (.*) in {total} persisted messages:', cli_text.partition('\n')[0])
+    cli_head = re.fullmatch(
+        rf'{shown} of (\d+) (match|matches) for (.*) in {total} persisted messages:', cli_text.partition('\n')[0]
+    )
     assert cli_head is not None, cli_text.partition('\n')[0]
     assert cli_head.group(3) == query and int(cli_head.group(1)) >= int(shown)
-    return f'{shown} of {cli_head.group(1)} {cli_head.group(2)} for {query} in {total} persisted messages:{newline}{rest}'
+    return (
+        f'{shown} of {cli_head.group(1)} {cli_head.group(2)} for {query} in {total} persisted messages:{newline}{rest}'
+    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`demo --store`: a foreign SQLite database is refused as the inspect commands refuse it; a new or empty file is fine."""
+"""`demo --store`: a foreign SQLite database is refused (as inspect commands refuse it); a new or empty one is fine."""
 
 from __future__ import annotations
 

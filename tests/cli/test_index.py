@@ -48,7 +48,7 @@ def test_the_whole_store_in_text(populated: Populated, tmp_path: Path, capsys: p
     result = run_cli(capsys, ['index', '--store', store, '--all'])
     assert result.status == 0
     total = sum(len(runs) for runs in populated.runs.values()) + 1
-    assert f'indexed {total} run(s) of the whole store' in result.out
+    assert f'indexed {total} runs of the whole store' in result.out
     assert 'searchable messages' in result.out
 
 

@@ -19,6 +19,7 @@ from typing import NoReturn, TextIO
 
 from ._errors import EXIT_ERROR, CliError, one_line
 from ._parser import PROG, build_parser
+from ._text import clean
 
 __all__ = ('exit_with', 'main', 'run')
 
@@ -83,6 +84,6 @@ def _missing_package(error: ImportError) -> str:
 
 
 def _fail(err: TextIO, message: str, status: int) -> int:
-    err.write(f'{PROG}: error: {one_line(message)}\n')
+    err.write(f'{PROG}: error: {clean(one_line(message), layout=False)}\n')
     err.flush()
     return status

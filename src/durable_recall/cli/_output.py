@@ -15,7 +15,19 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-__all__ = ('Progress', 'field_lines', 'human_time', 'iso_time', 'table', 'terminal_width', 'write_json')
+from ._text import clean, json_safe
+
+__all__ = (
+    'Progress',
+    'count',
+    'field_lines',
+    'human_time',
+    'iso_time',
+    'shorten',
+    'table',
+    'terminal_width',
+    'write_json',
+)
 
 _BAR_WIDTH = 28
 _LABEL_WIDTH = 13
@@ -31,20 +43,48 @@ def human_time(moment: datetime | None) -> str:
     return '-' if moment is None else moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')
 
 
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    """`1 run`, `2 runs`: a number and its noun, singular or plural as the number needs."""
+    return f'{number} {noun if number == 1 else plural or noun + "s"}'
+
+
 def terminal_width() -> int:
     """The width to wrap text to: the terminal's, kept between 60 and 120 columns."""
     return max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
 
 
 def write_json(value: Any, out: TextIO) -> None:
-    """One JSON document, indented, with non-ASCII text kept readable."""
-    out.write(json.dumps(value, indent=2, ensure_ascii=False) + '\n')
+    """One JSON document, indented, with non-ASCII text kept readable (and no raw control character: `json_safe`)."""
+    out.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + '\n')
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    """Rows under headers in columns as wide as their widest cell; numbers align right."""
-    cells = [list(headers), *[list(row) for row in rows]]
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    max_width: int | None = None,
+    shrink: Sequence[int] = (),
+) -> list[str]:
+    """Rows under headers in columns as wide as their widest cell; numbers align right.
+
+    With `max_width`, the `shrink` columns (ids) are narrowed, widest first, until a line fits:
+    a cell too long for its column keeps its start and end around an ellipsis (`shorten`), so
+    that an id stays recognisable, and its start still works as a prefix.
+    """
+    cells = [list(headers), *[[clean(cell, layout=False) for cell in row] for row in rows]]
     widths = [max(len(row[column]) for row in cells) for column in range(len(headers))]
+    if max_width is not None and shrink:
+        over = sum(widths) + 2 * (len(widths) - 1) - max_width
+        while over > 0:
+            column = max(shrink, key=lambda index: widths[index])
+            if widths[column] <= _MIN_SHRUNK:
+                break
+            step = min(over, widths[column] - _MIN_SHRUNK)
+            widths[column] -= step
+            over -= step
+        for row in cells[1:]:
+            for column in shrink:
+                row[column] = shorten(row[column], widths[column])
     numeric = [all(_is_number(row[column]) for row in cells[1:]) and len(cells) > 1 for column in range(len(headers))]
     lines: list[str] = []
     for row in cells:
@@ -65,6 +105,19 @@ def field_lines(label: str, text: str, width: int, *, indent: str = '  ') -> lis
         wrapped = textwrap.wrap(paragraph, width=max(width - len(head), 20), break_on_hyphens=False) or ['']
         lines.extend(wrapped)
     return [(head if index == 0 else hang) + line for index, line in enumerate(lines)]
+
+
+_MIN_SHRUNK = 16
+"""The narrowest a shortened id column gets (enough for an id's recognisable start and end)."""
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` in `width` characters: its start and end around `…` when it is longer."""
+    if len(text) <= width:
+        return text
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + '…' + (text[-tail:] if tail else '')
 
 
 def _is_number(cell: str) -> bool:

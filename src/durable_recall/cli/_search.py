@@ -24,6 +24,7 @@ from ..text import DEFAULT_SKIP_TOOLS
 from ._errors import EXIT_USAGE, CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json
+from ._reading import require_run
 from ._store import OpenedStore
 
 __all__ = ('search_source', 'search_store')
@@ -57,7 +58,7 @@ class _CatchUpBar:
 async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Search the store as the tool would and print its answer (or, with `--json`, the answer and matches)."""
     _check_ranking(args)
-    await _check_targets(opened, args.conversation, args.run)
+    await _check_targets(opened, args)
     return await search_source(SnapshotHistorySource(opened.store), opened.label, args, out, err)
 
 
@@ -141,17 +142,24 @@ def _missing_semantic(error: ImportError) -> str:
     )
 
 
-async def _check_targets(opened: OpenedStore, conversation_id: str | None, run_id: str | None) -> None:
-    """Turn an operator's typo into an error; the tool's own answer would only say 'no history'."""
+async def _check_targets(opened: OpenedStore, args: argparse.Namespace) -> None:
+    """Turn an operator's typo into an error; the tool's own answer would only say 'no history'.
+
+    A run id prefix is completed to the run's id, and `--run` alone searches as a run of its own
+    conversation would (store-wide when the run has none): `args` is updated to say so.
+    """
+    conversation_id: str | None = args.conversation
     if conversation_id is not None and not await opened.store.list_runs(conversation_id=conversation_id):
         raise CliError(
             f'no conversation {conversation_id!r} in {opened.label}: `durable-recall conversations` lists them'
         )
-    if run_id is None:
+    if args.run is None:
         return
-    run = await opened.store.get_run(run_id)
-    if run is None:
-        raise CliError(f'no run {run_id!r} in {opened.label}: `durable-recall runs` lists the run ids')
+    run = await require_run(opened.store, args.run, opened.label)
+    run_id = args.run = run.run_id
+    if conversation_id is None and not args.all:
+        args.conversation = run.conversation_id
+        args.all = run.conversation_id is None
     if conversation_id is not None and run.conversation_id != conversation_id:
         raise CliError(
             f'run {run_id!r} belongs to conversation {run.conversation_id!r}, not {conversation_id!r}: '

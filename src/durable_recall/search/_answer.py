@@ -86,7 +86,7 @@ def no_matches(query: str, total: int) -> str:
 
 def unreadable(problem: CorruptSnapshotError | CorruptRunError) -> str:
     """How the answer names a run, or a snapshot of it, that could not be read."""
-    if isinstance(problem, CorruptRunError):
+    if isinstance(problem, CorruptRunError) or problem.index < 0:  # -1: no one snapshot (a log entry, the run)
         return f'run {echo(problem.run_id)} ({problem.reason})'
     return f'run {echo(problem.run_id)}, snapshot {problem.index} ({problem.reason})'
 
