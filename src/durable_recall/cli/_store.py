@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._errors import CliError, one_line
+from ._errors import CliError, install_hint, one_line
 
 # What `urllib.request.pathname2url` is on each platform, without importing `urllib.request`
 # (18 ms of `http.client`, `email` and `ssl` on every command that opens a SQLite file).
@@ -181,7 +181,7 @@ async def _postgres(
     except ImportError as error:
         raise CliError(
             f'Postgres stores need psycopg and psycopg-pool ({error.name or error} is missing): '
-            "pip install 'durable-recall[postgres]'"
+            f'{install_hint("postgres")}'
         ) from error
     from ..stores import PostgresStepStore, redact_url
 

@@ -81,7 +81,7 @@ def no_terms(query: str) -> str:
 
 def no_matches(query: str, total: int) -> str:
     """Nothing scored."""
-    return f'No matches for {echo(query)} in {total} persisted messages.'
+    return f'No matches for {echo(query)} in {_persisted(total)}.'
 
 
 def unreadable(problem: CorruptSnapshotError | CorruptRunError) -> str:
@@ -246,9 +246,13 @@ def _block(
 def _header(query: str, total: int, count: int, matched: int | None = None) -> str:
     if matched is None:
         noun = 'match' if count == 1 else 'matches'
-        return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
+        return f'{count} {noun} for {echo(query)} in {_persisted(total)}:'
     noun = 'match' if matched == 1 else 'matches'
-    return f'{count} of {matched} {noun} for {echo(query)} in {total} persisted messages:'
+    return f'{count} of {matched} {noun} for {echo(query)} in {_persisted(total)}:'
+
+
+def _persisted(total: int) -> str:
+    return f'{total} persisted {"message" if total == 1 else "messages"}'
 
 
 SEPARATOR = '\n\n---\n\n'
