@@ -201,14 +201,16 @@ def _runs_table(
     rows: list[list[str]] = []
     for run, summary in zip(runs, summaries, strict=True):
         row = [run.run_id, *([run.conversation_id or '-'] if show_conversation else []), run.agent_name or '-']
-        row.append(human_time(run.started_at))
+        row.append(human_time(run.started_at, seconds=wide))
         if isinstance(summary, str):
             row += ['?', '?', 'unreadable']
         else:
-            row += [str(summary.complete), str(summary.record_size), human_time(summary.last_saved_at)]
+            row += [str(summary.complete), str(summary.record_size), human_time(summary.last_saved_at, seconds=wide)]
         rows.append(row)
-    # The ids are the wide columns (a Temporal run id is 73 characters): shortened in the middle to fit.
-    return table(headers, rows, max_width=None if wide else RUNS_WIDTH, shrink=(0, 1) if show_conversation else (0,))
+    # The ids are the wide columns (a Temporal run id is 73 characters): shortened in the middle to fit,
+    # and times are to the minute; --wide prints them whole, to the second.
+    shrink = (0, 1, 2) if show_conversation else (0, 1)  # the ids and the agent's name
+    return table(headers, rows, max_width=None if wide else RUNS_WIDTH, shrink=shrink)
 
 
 RUNS_WIDTH = 100

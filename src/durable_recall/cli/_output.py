@@ -38,9 +38,11 @@ def iso_time(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat()
 
 
-def human_time(moment: datetime | None) -> str:
-    """`moment` in UTC to the second, for tables; `-` when there is none."""
-    return '-' if moment is None else moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')
+def human_time(moment: datetime | None, *, seconds: bool = True) -> str:
+    """`moment` in UTC to the second (or the minute), for tables; `-` when there is none."""
+    if moment is None:
+        return '-'
+    return moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S' if seconds else '%Y-%m-%d %H:%M')
 
 
 def count(number: int, noun: str, plural: str | None = None) -> str:
@@ -79,9 +81,8 @@ def table(
             column = max(shrink, key=lambda index: widths[index])
             if widths[column] <= _MIN_SHRUNK:
                 break
-            step = min(over, widths[column] - _MIN_SHRUNK)
-            widths[column] -= step
-            over -= step
+            widths[column] -= 1  # a character at a time from the widest: the columns end up balanced
+            over -= 1
         for row in cells[1:]:
             for column in shrink:
                 row[column] = shorten(row[column], widths[column])
@@ -107,7 +108,7 @@ def field_lines(label: str, text: str, width: int, *, indent: str = '  ') -> lis
     return [(head if index == 0 else hang) + line for index, line in enumerate(lines)]
 
 
-_MIN_SHRUNK = 16
+_MIN_SHRUNK = 10
 """The narrowest a shortened id column gets (enough for an id's recognisable start and end)."""
 
 
