@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
+from ._completion import complete, print_completion_script
 from ._errors import EXIT_ERROR, CliError, install_hint, one_line
 from ._parser import PROG, build_parser
 from ._text import clean
@@ -28,7 +29,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv` (default: `sys.argv[1:]`); return the exit status."""
     err = sys.stderr
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        complete(parser)  # a shell's Tab: answered from the parser, then the process ends
+        args = parser.parse_args(argv)
+        if args.command == 'completion':
+            return print_completion_script(args.shell, sys.stdout)
         from ._commands import run_command
 
         return run_command(args, sys.stdout, err)

@@ -97,6 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--version', action=_Version, help="show program's version number and exit")
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND', parser_class=_Parser)
     _demo_parser(commands)
+    completion = commands.add_parser(
+        'completion',
+        help='print the script that enables Tab completion in bash or zsh',
+        description=(
+            'Print the shell code that completes durable-recall commands, options and choices on Tab (needs '
+            f'argcomplete: {install_hint("completion")}). Enable it for your shell: '
+            'eval "$(durable-recall completion bash)" in ~/.bashrc, or eval "$(durable-recall completion zsh)" in '
+            '~/.zshrc (after compinit).'
+        ),
+    )
+    completion.add_argument('shell', choices=('bash', 'zsh'), help='the shell to write the script for')
     store = _store_options()
     commands.add_parser(
         'conversations',
