@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
         help='bring the search index up to date now',
         description=(
             'Index every run that saved snapshots since the index last read it, so that the next search does not '
-            'have to (searches catch up by themselves; this moves the cost, after an import or a batch of runs).'
+            'have to (searches catch up by themselves; this moves the cost, after an import or a batch of runs). '
+            "On a conversation store, it catches up the index kept in the store's database the same way."
         ),
     )
     _scope(index, what='index')
@@ -168,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
             'Read back everything the step store holds: every run, every snapshot (interrupted ones included), '
             'every message body (each carries a checksum) and the search index, which is compared with a fresh '
             'catch-up of the snapshots. Prints one line per problem (run, snapshot, what) and a summary; exits 1 '
-            'when it finds any. Reads only, unless --rebuild-index.'
+            'when it finds any. A damaged row is named once, in the run that holds it (runs that inherited it are '
+            'noted). Reads only, unless --rebuild-index. Step stores only.'
         ),
     )
     check.add_argument(
@@ -316,7 +318,9 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         metavar='TIME',
         help='only messages at or before this ISO-8601 time; a time without a zone is UTC (2026-01-31T17:00)',
     )
-    search.add_argument('--order', choices=ORDERS, default='relevance')
+    search.add_argument(
+        '--order', choices=ORDERS, default='relevance', help='relevance (default), or by time: newest or oldest first'
+    )
     search.add_argument(
         '--ranking',
         choices=RANKINGS,
