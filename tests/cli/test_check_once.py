@@ -67,8 +67,10 @@ def test_the_search_warning_names_no_snapshot_minus_one(
     damaged: tuple[str, Populated, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, populated, _ = damaged
-    result = run_cli(capsys, ['search', '--store', store, '--conversation', SUPPORT, 'billing export'])
+    result = run_cli(
+        capsys, ['search', '--store', store, '--conversation', SUPPORT, 'service account svc-billing-export']
+    )
     assert result.status == 0
     assert 'could not be read' in result.out
     assert f"run '{populated.support_runs[0]}' (message" in result.out
-    assert 'snapshot -1' not in result.out and '-1' not in result.out.split('Warning:')[-1]
+    assert 'snapshot -1' not in result.out and ', snapshot' not in result.out.split('Warning:')[-1]
