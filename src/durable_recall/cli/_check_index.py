@@ -36,6 +36,7 @@ from ..index import (
 )
 from ..stores import MemoryIndex, StepStore
 from ._check_report import Report
+from ._output import count
 
 __all__ = ('check_index',)
 
@@ -234,6 +235,6 @@ async def _compare_statistics(
     if (stored.docs, stored.length) != (mine.docs, mine.length):
         report.scope(
             conversation_id,
-            f'statistics say {stored.docs} documents of total length {stored.length}; '
+            f'statistics say {count(stored.docs, "document")} of total length {stored.length}; '
             f'a fresh catch-up gives {mine.docs} and {mine.length}',
         )

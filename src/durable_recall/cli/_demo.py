@@ -276,7 +276,7 @@ def _return_lines(part: ToolReturnPart[Any], width: int) -> list[str]:
     for line in content.splitlines():
         shown.extend(textwrap.wrap(line, width=max(width - len(rule), 30), subsequent_indent='     ') or [''])
     if len(shown) > _RESULT_LINES:
-        shown = [*shown[:_RESULT_LINES], f'... ({len(shown) - _RESULT_LINES} more lines)']
+        shown = [*shown[:_RESULT_LINES], f'... ({count(len(shown) - _RESULT_LINES, "more line")})']
     return [(head + '│ ' if index == 0 else rule) + line for index, line in enumerate(shown)]
 
 

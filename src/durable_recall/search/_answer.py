@@ -111,7 +111,12 @@ def unreadable_note(problems: Sequence[str], max_bytes: int) -> str:
         used += cost
     left = len(problems) - len(named)
     if not named:
-        return f'Warning: {left} part(s) of the persisted history could not be read and were not searched.'
+        parts = (
+            'part of the persisted history could not be read and was'
+            if left == 1
+            else ('parts of the persisted history could not be read and were')
+        )
+        return f'Warning: {left} {parts} not searched.'
     return head + '; '.join(named) + (f'; and {left} more' if left else '') + '.'
 
 
