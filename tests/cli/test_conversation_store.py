@@ -209,3 +209,16 @@ def test_a_postgres_conversation_store(
     found = run_cli(capsys, ['search', *store, '--conversation', CONVERSATION, 'vault key ZEBRA'])
     assert found.status == 0 and DETAIL in found.out
     assert run_cli(capsys, ['show', *store, branch]).status == 0
+
+
+def test_run_alone_searches_as_its_conversation(
+    conversation_db: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, branch = conversation_db
+    alone = run_cli(capsys, ['search', '--store', str(path), '--run', branch, 'which simpler', '--json'])
+    assert alone.status == 0, alone.err
+    document = json.loads(alone.out)
+    assert (document['scope'], document['conversation_id']) == ('conversation', CONVERSATION)
+    assert {match['run_id'] for match in document['matches']} == {branch}
+    shown = run_cli(capsys, ['show', '--store', str(path), '--conversation', CONVERSATION])
+    assert shown.status == 0 and DETAIL in shown.out
