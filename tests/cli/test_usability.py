@@ -7,6 +7,7 @@ import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,35 @@ def test_a_model_connection_failure_is_said_as_one() -> None:
         model_failure('openai:gpt-5', 1, ValueError('bad key'))
         == "model 'openai:gpt-5' failed in turn 1: ValueError: bad key"
     )
+
+
+def _unreachable(messages: list[Any], info: Any) -> Any:
+    raise ConnectionRefusedError(111, 'Connection refused')
+
+
+def test_demo_with_an_unreachable_model_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic_ai.models.function import FunctionModel
+
+    from durable_recall.cli import _demo
+
+    monkeypatch.setattr(_demo, 'infer_model', lambda name: FunctionModel(_unreachable))
+    result = run_cli(capsys, ['demo', '--engine', 'none', '--store', str(tmp_path / 'd.db'), '--model', 'openai:gpt-5'])
+    assert result.status == 1
+    assert result.err.startswith("durable-recall: error: cannot reach the provider of model 'openai:gpt-5' in turn 1")
+    assert 'unexpected' not in result.err and 'Traceback' not in result.err and result.err.count('\n') == 1
+
+
+def test_demo_names_the_missing_model_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from durable_recall.cli import _demo
+
+    def missing(name: str) -> Any:
+        raise ImportError('Please install the `openai` package to use the OpenAI provider', name='openai')
+
+    monkeypatch.setattr(_demo, 'infer_model', missing)
+    result = run_cli(capsys, ['demo', '--engine', 'none', '--store', str(tmp_path / 'd.db'), '--model', 'openai:gpt-5'])
+    assert result.status == 1
+    assert "needs the openai package, which is not installed: pip install 'pydantic-ai-slim[openai]'" in result.err
