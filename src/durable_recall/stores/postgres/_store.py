@@ -26,7 +26,16 @@ from .._snapshot_rows import (
 )
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._index import PostgresIndex, forget_conversation, lock_conversation
-from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
+from ._reads import (
+    LIST_RUNS,
+    RUN_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    log_entries,
+    log_owners,
+    logs,
+    run_from_row,
+    snapshot_from_row,
+)
 from ._vectors import PostgresVectors
 from ._writes import write_batch
 
@@ -300,6 +309,17 @@ class PostgresStepStore:
                 await cur.execute(self._sql('DELETE FROM {snapshots} WHERE run_id = ANY(%s)'), (run_ids,))
             await forget_conversation(cur, self._db, conversation_id, run_ids)
             return len(run_ids)
+
+    async def log_owners(self, run_id: str, seqs: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """Where the run's log entries `seqs` keep their bodies: `(run_id, seq)`, their own or an earlier run's.
+
+        An inherited entry is a reference; `durable-recall check` names a damaged or missing body
+        once, in the run that holds it, rather than in every run that inherited it.
+        """
+        if not seqs:
+            return {}
+        async with self._read() as cur:
+            return await log_owners(cur, self._db, run_id, sorted(set(seqs)))
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         if not seqs:
