@@ -1,8 +1,8 @@
 """durable-recall: exact recall over everything a Pydantic AI agent persisted, built for durable engines.
 
-Data path: an agent step ([`StepPersistence`][durable_recall.StepPersistence]) -> a durable
-operation -> a store ([`SqliteStepStore`][durable_recall.SqliteStepStore],
-[`PostgresStepStore`][durable_recall.PostgresStepStore]) -> ... -> the search tool.
+Data path: an agent step ([`StepPersistence`][durable_recall.persistence.StepPersistence]) -> a durable
+operation -> a store ([`SqliteStepStore`][durable_recall.stores.SqliteStepStore],
+[`PostgresStepStore`][durable_recall.stores.PostgresStepStore]) -> ... -> the search tool.
 
 The public names load on first use (PEP 562): `import durable_recall` runs none of the layers, so
 the `durable-recall` command answers `--help` without loading pydantic-ai (most of its start-up
@@ -11,7 +11,7 @@ time), and a store's driver loads only with that store. `from durable_recall imp
 under `TYPE_CHECKING`.
 
 The top level holds what an application builds an agent from: the capabilities, the stores and
-[`open_store`][durable_recall.open_store], the conversation stores, the history sources and the
+[`open_store`][durable_recall.stores.open_store], the conversation stores, the history sources and the
 base error. The records a store reads and writes (`RunRecord`, `Snapshot`, `SnapshotDelta`, ...)
 live in [`durable_recall.stores`][durable_recall.stores], the errors and the warning class in
 [`durable_recall.errors`][durable_recall.errors]. The names this package exported before 0.2.0
