@@ -14,7 +14,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import (
     ConversationSearch,
-    RunRegistration,
     SlidingWindowCompaction,
     SnapshotHistorySource,
     StepPersistence,
@@ -23,6 +22,7 @@ from durable_recall import (
 from durable_recall.cli import main
 from durable_recall.cli._agent import build_agent
 from durable_recall.cli._script import DETAIL, prompts, scripted_model
+from durable_recall.stores import RunRegistration
 
 SUPPORT = 'ticket-42'
 """The demo's support conversation: the detail in run 1, compaction, the recall in the last run."""

@@ -13,8 +13,8 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
-from durable_recall import ConversationSearch, SearchScope, SnapshotHistorySource, SqliteStepStore
-from durable_recall.search import SearchRequest
+from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore
+from durable_recall.search import SearchRequest, SearchScope
 
 from ._support import DETAIL, OTHER, OTHER_SECRET, SUPPORT, Populated, as_shown_by_cli, run_cli
 

@@ -4,12 +4,25 @@
 hosts. All share one layout (a per-run message log plus per-snapshot log ranges) and one behaviour
 suite. Every store loads on first use, so importing this package (which Temporal's sandbox does
 for every workflow run) loads no driver.
+
+The records a store reads and writes are exported here too ([`RunRecord`][durable_recall.stores.RunRecord],
+[`Snapshot`][durable_recall.stores.Snapshot], [`SnapshotDelta`][durable_recall.stores.SnapshotDelta], ...):
+they are defined in the base layer, which every layer shares.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..base import (
+    PersistBatch,
+    RunRecord,
+    RunRegistration,
+    Segment,
+    Snapshot,
+    SnapshotDelta,
+    SnapshotState,
+)
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
 from ._url import open_spec_store, open_store, redact_url
@@ -26,7 +39,14 @@ __all__ = (
     'InMemoryStepStore',
     'LogBodies',
     'MemoryIndex',
+    'PersistBatch',
     'PostgresStepStore',
+    'RunRecord',
+    'RunRegistration',
+    'Segment',
+    'Snapshot',
+    'SnapshotDelta',
+    'SnapshotState',
     'SqliteStepStore',
     'StepStore',
     'open_spec_store',

@@ -2,7 +2,7 @@
 
 A run whose first snapshot builds on a snapshot of another run of its conversation does not copy
 the messages it inherits. Its log holds *reference ranges* instead, one row per stretch:
-[`RefRange`][durable_recall.stores._log_refs.RefRange] `(run_id, seq, count, ref_run_id, ref_seq)`
+[`RefRange`] `(run_id, seq, count, ref_run_id, ref_seq)`
 says that entries `seq .. seq + count - 1` of `run_id` are entries `ref_seq ..` of `ref_run_id`.
 Entries with a body of their own stay rows of the message table.
 

@@ -65,7 +65,7 @@ class SqliteStepStore:
         Args:
             database: The SQLite file; its directory must exist and be writable.
             busy_timeout: Seconds a write waits for another process's write lock before it
-                raises [`StoreUnavailableError`][durable_recall.StoreUnavailableError].
+                raises [`StoreUnavailableError`][durable_recall.errors.StoreUnavailableError].
 
         Raises:
             StoreConfigurationError: The file cannot be created or opened for writing, is not a
