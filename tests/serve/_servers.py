@@ -7,12 +7,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-import urllib.error
-import urllib.request
 
 __all__ = ('Served', 'free_port', 'get', 'serve')
 
@@ -69,7 +68,9 @@ def serve(args: Sequence[str], *, token: str | None = None, ready_path: str = '/
             process.stderr.close()
 
 
-def get(url: str, headers: dict[str, str] | None = None, method: str = 'GET', data: bytes | None = None) -> tuple[int, str]:
+def get(
+    url: str, headers: dict[str, str] | None = None, method: str = 'GET', data: bytes | None = None
+) -> tuple[int, str]:
     """One HTTP request; the status and body, an error status included."""
     request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
     try:

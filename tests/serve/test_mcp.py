@@ -104,7 +104,11 @@ def test_http_without_a_token_on_loopback(served_store: Populated) -> None:
 @pytest.mark.parametrize('command', [['mcp', '--transport', 'http'], ['ui']])
 @pytest.mark.parametrize('host', ['0.0.0.0', '192.0.2.10', 'example.internal'])
 def test_a_remote_bind_without_a_token_is_refused(
-    served_store: Populated, command: list[str], host: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    served_store: Populated,
+    command: list[str],
+    host: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv('DURABLE_RECALL_TOKEN', raising=False)
     status = main([command[0], '--store', served_store.store, '--all', '--host', host, *command[1:]])
@@ -113,12 +117,16 @@ def test_a_remote_bind_without_a_token_is_refused(
     assert f'--host {host} is not a loopback address' in err and 'DURABLE_RECALL_TOKEN' in err
 
 
-def test_a_short_token_is_refused(served_store: Populated, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_token_is_refused(
+    served_store: Populated, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv('DURABLE_RECALL_TOKEN', 'short')
     status = main(['ui', '--store', served_store.store, '--all', '--host', '0.0.0.0'])
     assert status == 2 and 'at least 16' in capsys.readouterr().err
 
 
-def test_an_unknown_conversation_is_an_error_at_start(served_store: Populated, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_conversation_is_an_error_at_start(
+    served_store: Populated, capsys: pytest.CaptureFixture[str]
+) -> None:
     status = main(['mcp', '--store', served_store.store, '--conversation', 'ticket-ZEBRA'])
     assert status == 1 and "no conversation 'ticket-ZEBRA'" in capsys.readouterr().err

@@ -177,6 +177,8 @@ def timeline_text(head: str, timeline: Timeline) -> str:
             run = span.run if span is not None else next(s.run for s in timeline.runs if s.run.run_id == entry.run_id)
             lines.append(f'\n== run {run.run_id} (started {time_text(run.started_at)})')
         mark = ' [compaction summary: the context before it was cut]' if entry.summary else ''
+        if entry.cut:
+            mark = ' [compaction cut: the model no longer saw the messages before this one]'
         lines.append(f'[{entry.position}] {entry.role} {time_text(entry.timestamp)}{mark}')
         for part in entry.parts:
             lines.append(f'  {part.label}: {part.text}')

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +25,16 @@ from ..base import RunRecord
 from ..history import strip_artifacts, summary_view
 from ..index import ROLE_NAMES, IndexedRunRow, decode_ints
 from ..stores import StepStore
-from ..text import message_role
+from ..text import has_compaction_marker, message_role
 from ._reading import read_run
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = ('Entry', 'Part', 'RunSpan', 'Timeline', 'read_timeline')
+
+_CUT_LOOKUP_LIMIT = 2_000
+"""Runs up to this many messages have their compaction cut looked up in their last snapshot."""
 
 _PART_LIMIT = 20_000
 """Characters of one part shown in a page; the rest is cut, with a note (the CLI's `show --json` has it all)."""
@@ -57,6 +60,8 @@ class Entry:
     role: str
     timestamp: datetime | None
     parts: tuple[Part, ...]
+    cut: bool = False
+    """Whether the run's context was cut just before this message (a sliding window dropped what came before)."""
 
     @property
     def summary(self) -> bool:
@@ -73,6 +78,8 @@ class RunSpan:
     count: int
     inherited: int
     indexed: bool
+    cut: int | None = None
+    """The record position before which compaction cut the run's context (`None`: no cut, or not looked up)."""
 
 
 @dataclass
@@ -141,9 +148,33 @@ async def read_timeline(
         spans.append(RunSpan(item.run, total, count, item.first, item.row is not None))
         total += count
     offset = max(0, min(offset, max(total - 1, 0)))
-    timeline = Timeline(spans, total, offset, limit)
-    timeline.entries = await _page(store, loaded, spans, offset, limit)
-    return timeline
+    entries = await _page(store, loaded, spans, offset, limit)
+    on_page = {entry.run_id for entry in entries}
+    cuts = await _cuts(store, [item for item in loaded if item.run.run_id in on_page])
+    spans = [replace(span, cut=cuts.get(span.run.run_id)) for span in spans]
+    entries = [replace(entry, cut=cuts.get(entry.run_id) == entry.position) for entry in entries]
+    return Timeline(spans, total, offset, limit, entries)
+
+
+async def _cuts(store: StepStore, items: list[_Run]) -> dict[str, int]:
+    """Where compaction cut each run's context: the record position its last snapshot's kept messages start at.
+
+    A sliding window leaves a marker in place of what it dropped, and the record (which keeps
+    everything) does not show it; the run's last complete snapshot does. Its messages after the
+    marker are the record's last ones, so the cut is the record's size less their number. Runs over
+    `_CUT_LOOKUP_LIMIT` messages are not looked up (their snapshot would cost more than the page).
+    """
+    cuts: dict[str, int] = {}
+    for item in items:
+        if item.size > _CUT_LOOKUP_LIMIT:
+            continue
+        snapshot = await store.latest_snapshot(item.run.run_id)
+        if snapshot is None or not any(has_compaction_marker(message) for message in snapshot.messages):
+            continue
+        kept = sum(strip_artifacts(message) is not None for message in snapshot.messages)
+        if 0 < item.size - kept < item.size:
+            cuts[item.run.run_id] = item.size - kept
+    return cuts
 
 
 async def _page(store: StepStore, loaded: list[_Run], spans: list[RunSpan], offset: int, limit: int) -> list[Entry]:
