@@ -73,6 +73,9 @@ def test_a_person_browses_searches_and_checks(browser: object, inspector: Served
     folded.locator('summary').click()
     assert folded.locator('pre').is_visible()
     _shot(page, 'inspector-timeline.png')
+    page.locator('li.cut').first.scroll_into_view_if_needed()
+    assert 'compaction cut' in page.locator('li.cut').first.inner_text()
+    _shot(page, 'inspector-compaction-cut.png')
 
     page.goto(inspector.url + '/search')
     page.fill('input[name=q]', 'billing export s3')
