@@ -67,7 +67,7 @@ async def _build(path: Path, total: int, runs: int) -> None:
                 run_id=run_id, conversation_id=CONVERSATION, agent_name='bench', token=run_id
             )
             messages = _messages(run, per_run, start + timedelta(hours=run))
-            deltas = []
+            deltas: list[SnapshotDelta] = []
             saved: list[ModelMessage] = []
             for index, end in enumerate(range(STEP, per_run + 1, STEP)):
                 current = messages[:end]

@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(args: Sequence[str], *, token: str | None = None, ready_path: str = '/') -> Iterator[Served]:
+def serve(args: Sequence[str], *, token: str | None = None, ready_path: str = '/') -> Generator[Served]:
     """Run `durable-recall ARGS --port P` until the block ends; waits until it answers HTTP."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != 'DURABLE_RECALL_TOKEN'}

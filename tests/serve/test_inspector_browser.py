@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests._services._skip import missing_service
 from tests.cli._support import DETAIL, OTHER, SUPPORT, Populated
@@ -27,11 +28,9 @@ def _digest(path: str) -> str:
 
 
 @pytest.fixture(scope='module')
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         missing_service(f'no Chromium at {CHROMIUM} (apt-get install chromium)')
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
@@ -47,14 +46,14 @@ def inspector(served_store: Populated) -> Iterator[Served]:
         yield served
 
 
-def _shot(page: object, name: str) -> None:
+def _shot(page: Page, name: str) -> None:
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(SHOTS) / name), full_page=False)  # type: ignore[attr-defined]
+        page.screenshot(path=str(Path(SHOTS) / name), full_page=False)
 
 
-def test_a_person_browses_searches_and_checks(browser: object, inspector: Served, served_store: Populated) -> None:
-    page = browser.new_page(viewport={'width': 1200, 'height': 860})  # type: ignore[attr-defined]
+def test_a_person_browses_searches_and_checks(browser: Browser, inspector: Served, served_store: Populated) -> None:
+    page = browser.new_page(viewport={'width': 1200, 'height': 860})
     page.goto(inspector.url + '/')
     assert page.title() == 'Conversations · durable-recall'
     rows = page.locator('tbody tr')
@@ -93,8 +92,8 @@ def test_a_person_browses_searches_and_checks(browser: object, inspector: Served
     page.close()
 
 
-def test_stored_text_is_escaped(browser: object, inspector: Served) -> None:
-    page = browser.new_page()  # type: ignore[attr-defined]
+def test_stored_text_is_escaped(browser: Browser, inspector: Served) -> None:
+    page = browser.new_page()
     page.goto(inspector.url + '/search?q=%3Cscript%3Ealert(1)%3C/script%3E+ZEBRA')
     assert page.locator('input[name=q]').input_value() == '<script>alert(1)</script> ZEBRA'
     assert page.locator('main script').count() == 0
@@ -102,10 +101,10 @@ def test_stored_text_is_escaped(browser: object, inspector: Served) -> None:
 
 
 def test_crawling_every_page_changes_no_byte_of_the_store(
-    browser: object, inspector: Served, served_store: Populated
+    browser: Browser, inspector: Served, served_store: Populated
 ) -> None:
     before = _digest(served_store.store)
-    page = browser.new_page()  # type: ignore[attr-defined]
+    page = browser.new_page()
     seen: set[str] = set()
     queue = ['/', '/search?q=billing+export', '/search?q=vault&ranking=bm25', '/check']
     while queue and len(seen) < 300:
@@ -126,31 +125,31 @@ def test_crawling_every_page_changes_no_byte_of_the_store(
     assert _digest(served_store.store) == before
 
 
-def test_a_scoped_inspector_shows_one_conversation(browser: object, served_store: Populated) -> None:
+def test_a_scoped_inspector_shows_one_conversation(browser: Browser, served_store: Populated) -> None:
     with serve(['ui', '--store', served_store.store, '--conversation', SUPPORT]) as served:
-        page = browser.new_page()  # type: ignore[attr-defined]
+        page = browser.new_page()
         page.goto(served.url + '/')
         assert SUPPORT in page.locator('main').inner_text() and OTHER not in page.content()
         page.goto(served.url + '/search?q=ZEBRA+vault+code')
         assert 'vault code is' not in page.content()
         other_run = served_store.runs[OTHER][0]
-        assert page.goto(served.url + f'/run?id={other_run}').status == 404  # type: ignore[union-attr]
-        assert page.goto(served.url + '/run?id=no-such-run').status == 404  # type: ignore[union-attr]
-        assert page.goto(served.url + '/check').status == 403  # type: ignore[union-attr]
+        for path, status in ((f'/run?id={other_run}', 404), ('/run?id=no-such-run', 404), ('/check', 403)):
+            response = page.goto(served.url + path)
+            assert response is not None and response.status == status, path
         page.close()
 
 
-def test_with_a_token_every_request_carries_it(browser: object, served_store: Populated) -> None:
+def test_with_a_token_every_request_carries_it(browser: Browser, served_store: Populated) -> None:
     with serve(['ui', '--store', served_store.store, '--all'], token=TOKEN) as served:
         assert get(served.url + '/')[0] == 401
         assert get(served.url + '/style.css', {'Authorization': 'Bearer not-the-token-0000000'})[0] == 401
         assert get(served.url + '/', {'Authorization': f'Bearer {TOKEN}'})[0] == 200
-        context = browser.new_context(http_credentials={'username': 'me', 'password': TOKEN})  # type: ignore[attr-defined]
+        context = browser.new_context(http_credentials={'username': 'me', 'password': TOKEN})
         page = context.new_page()
         page.goto(served.url + '/')
         assert SUPPORT in page.locator('main').inner_text()
         context.close()
 
 
-def test_chromium_is_debians(browser: object) -> None:
+def test_chromium_is_debians(browser: Browser) -> None:
     assert shutil.which('chromium') or Path(CHROMIUM).exists()
