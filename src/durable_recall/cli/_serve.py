@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from ._errors import EXIT_USAGE, CliError
-from ._serve_net import TOKEN_ENV, BearerTokenMiddleware, check_bind, is_loopback, read_token
+from ._serve_net import TOKEN_ENV, BearerTokenMiddleware, check_bind, read_token
 from ._serve_scope import ServeScope
 from ._store import OpenedStore, open_for_reading
 
@@ -99,8 +99,6 @@ async def _listen(app: Any, host: str, port: int, path: str, guarded: bool) -> N
     server = uvicorn.Server(config)
     shown = f'[{host}]' if ':' in host else host
     guard = f'bearer token required ({TOKEN_ENV} or --token-file)' if guarded else 'no token (loopback only)'
-    if not guarded and not is_loopback(host):  # pragma: no cover - check_bind refuses this earlier
-        raise CliError('refusing to serve beyond loopback without a token')
     sys.stderr.write(f'durable-recall: serving http://{shown}:{port}{path} read-only; {guard}; Ctrl-C stops\n')
     sys.stderr.flush()
     await server.serve()
