@@ -24,13 +24,14 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from durable_recall import PersistBatch, RunRegistration, SnapshotDelta, SqliteStepStore
+from durable_recall import SqliteStepStore
 from durable_recall.base._codec import dump_messages
 from durable_recall.cli import main as cli_main
 from durable_recall.cli._serve_scope import ServeScope
 from durable_recall.cli._ui import build_ui_app
 from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history
+from durable_recall.stores import PersistBatch, RunRegistration, SnapshotDelta
 
 CONVERSATION = 'big-conversation'
 CACHE = Path(__file__).parent / '.cache'

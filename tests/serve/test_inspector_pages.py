@@ -11,19 +11,13 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from durable_recall import (
-    PersistBatch,
-    PostgresStepStore,
-    RunRegistration,
-    SnapshotDelta,
-    SqliteStepStore,
-    StepPersistence,
-)
+from durable_recall import PostgresStepStore, SqliteStepStore, StepPersistence
 from durable_recall.base._codec import dump_messages
 from durable_recall.cli._serve_scope import ServeScope
 from durable_recall.cli._ui import PAGE_SIZE, build_ui_app
 from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history
+from durable_recall.stores import PersistBatch, RunRegistration, SnapshotDelta
 from tests.cli._support import DETAIL, SUPPORT, populate
 
 from ._asgi import asgi_get
