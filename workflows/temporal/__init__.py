@@ -36,7 +36,7 @@ MODEL_TIMEOUT = timedelta(seconds=120)
 """Start-to-close for a model request: a real model's long answer, not a lost worker (heartbeats tell those apart)."""
 ACTIVITY_TIMEOUT = timedelta(seconds=30)
 """Start-to-close for the store writes and the search."""
-STICKY_TIMEOUT = timedelta(seconds=3)
+STICKY_TIMEOUT = timedelta(seconds=2)
 """A workflow task waits this long on a (lost) worker's sticky queue before any worker may take it."""
 HISTORY_BUDGET = 2000
 """Continue-as-new once a run's event history holds this many events (or when Temporal suggests it)."""

@@ -32,7 +32,7 @@ from workflows.temporal import (
 ACTIVITIES = ActivityConfig(
     start_to_close_timeout=ACTIVITY_TIMEOUT,
     heartbeat_timeout=HEARTBEAT_TIMEOUT,
-    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10)),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.5), maximum_interval=timedelta(seconds=10)),
 )
 """Every activity: a lost worker is noticed by its missed heartbeats within `HEARTBEAT_TIMEOUT`."""
 
