@@ -18,7 +18,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
-from workflows.temporal import ADDRESS_VARIABLE
+from workflows.temporal import ADDRESS_VARIABLE, workflow_id
 from workflows.temporal.watch import live_pollers
 
 from .._services.temporal import unique_task_queue
@@ -30,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 async def _never_started(client: Client, conversation_id: str) -> bool:
     try:
-        await client.get_workflow_handle(f'conversation-{conversation_id}').describe()
+        await client.get_workflow_handle(workflow_id(conversation_id)).describe()
     except RPCError as error:
         return error.status == RPCStatusCode.NOT_FOUND
     return False

@@ -57,8 +57,8 @@ DEFAULT_SYSTEM_DATABASE = 'sqlite:///durable-recall-sample-dbos-system.db'
 QUEUE = 'durable_recall_sample_chat'
 """Partitioned by conversation id, one running workflow per partition: a conversation's turns in order."""
 
-QUEUE_POLL = 0.2
-"""Seconds between two looks at the queue: a chat's next turn should not wait the default second."""
+QUEUE_POLL = 0.1
+"""Seconds between two looks at the queue and at a turn's result: a chat's reply should not wait the default second."""
 
 _agent: Agent[None, str] | None = None
 """Built by `launch` before DBOS launches: DBOS registers the agent's steps while it is built."""
@@ -115,7 +115,7 @@ async def send(conversation_id: str, turn: int, prompt: str) -> TurnResult:
     """Enqueue turn `turn` of the conversation and wait for its reply (the recorded one if it ran before)."""
     with SetWorkflowID(turn_workflow_id(conversation_id, turn)), SetEnqueueOptions(queue_partition_key=conversation_id):
         handle = await DBOS.enqueue_workflow_async(QUEUE, chat_turn, conversation_id, turn, prompt)
-    return await handle.get_result()
+    return await handle.get_result(polling_interval_sec=QUEUE_POLL)
 
 
 async def turns_taken(conversation_id: str) -> int:

@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -93,8 +99,7 @@ async def talk(
     replies: list[ChatReply] = []
     try:
         for number, prompt in enumerate(prompts[taken:], start=taken + 1):
-            # The update id makes a resent turn (a driver restarted mid-turn) join the one in flight.
-            reply = await handle.execute_update(SEND_UPDATE, prompt, id=f'turn-{number}', result_type=ChatReply)
+            reply = await _send(handle, number, prompt)
             watch.progress()
             replies.append(reply)
             print(f'{prefix}user:      {prompt}\n{prefix}assistant: {reply.text}\n', flush=True)
@@ -103,6 +108,21 @@ async def talk(
         with contextlib.suppress(asyncio.CancelledError):
             await watching
     return replies
+
+
+async def _send(handle: WorkflowHandle[object, object], number: int, prompt: str) -> ChatReply:
+    """Send turn `number` and wait for its reply, however long the workers are away.
+
+    The update id makes a resent turn join the one in flight: after the wait for the reply timed
+    out (no worker for a long while), and when a driver restarted mid-turn sends it again.
+    """
+    while True:
+        try:
+            return await handle.execute_update(SEND_UPDATE, prompt, id=f'turn-{number}', result_type=ChatReply)
+        except WorkflowUpdateRPCTimeoutOrCancelledError as error:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from error  # we were cancelled: not a timeout to wait out
 
 
 async def main(
