@@ -56,7 +56,11 @@ def test_services_images_and_ports(services: dict[str, dict[str, Any]]) -> None:
     assert services['temporal-schema']['image'].startswith('temporalio/admin-tools:${TEMPORAL_VERSION:-1.32.0}')
     assert services['temporal-ui']['image'].startswith('temporalio/ui:')
     assert services['postgresql']['image'].startswith('postgres:')
-    for name, variable in (('temporal', 'TEMPORAL_PORT'), ('temporal-ui', 'TEMPORAL_UI_PORT'), ('postgresql', 'POSTGRES_PORT')):
+    for name, variable in (
+        ('temporal', 'TEMPORAL_PORT'),
+        ('temporal-ui', 'TEMPORAL_UI_PORT'),
+        ('postgresql', 'POSTGRES_PORT'),
+    ):
         (mapping,) = services[name]['ports']
         assert mapping.startswith(f'127.0.0.1:${{{variable}:-'), f'{name}: a configurable port, on loopback only'
     # Not the dev server's 7233 (or its UI's 8233) on the host: both can run at once.
@@ -91,7 +95,7 @@ def test_temporal_uses_the_postgres_service(services: dict[str, dict[str, Any]])
 
 
 def test_docker_compose_accepts_the_file() -> None:
-    """The compose client's own validation (no engine needed): `docker compose config`, or v1's `docker-compose config`."""
+    """The compose client's own validation (no engine needed): `docker compose config`, or v1's `docker-compose`."""
     for command in (['docker', 'compose'], ['docker-compose']):
         if shutil.which(command[0]) is None:
             continue
@@ -155,6 +159,8 @@ def test_worker_command_is_the_sample_worker(services: dict[str, dict[str, Any]]
     assert json.loads(cmd) == WORKER_COMMAND, 'the image runs the same command by default'
     copied = re.findall(r'^COPY (\S+) ', dockerfile, re.MULTILINE)
     assert {'src', 'workflows'} <= set(copied), 'the image holds the library and the samples'
-    assert "pip install --no-cache-dir '.[demo]'" in dockerfile, 'Temporal, DBOS, psycopg and openai: what the samples need'
+    assert "pip install --no-cache-dir '.[demo]'" in dockerfile, (
+        'Temporal, DBOS, psycopg and openai: what the samples need'
+    )
     (user,) = re.findall(r'^USER (\S+)$', dockerfile, re.MULTILINE)
     assert user not in {'root', '0'}, 'the worker does not run as root'

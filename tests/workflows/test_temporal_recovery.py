@@ -81,12 +81,15 @@ async def test_a_killed_worker_is_replaced_within_seconds_and_the_driver_says_so
     doomed = start_worker(address, postgres_database_url, queue, think=60)
     survivor: subprocess.Popen[str] | None = None
     replies: list[ChatReply] = []
+    recovery = float('inf')
     try:
         assert 'PostgresStepStore' in await banner(doomed)
         async with anyio.create_task_group() as group:
 
             async def converse() -> None:
-                results = await starter.main(client, conversation_id=conversation_id, prompts=TURNS[:2], task_queue=queue)
+                results = await starter.main(
+                    client, conversation_id=conversation_id, prompts=TURNS[:2], task_queue=queue
+                )
                 replies.extend(results[conversation_id])
 
             group.start_soon(converse)

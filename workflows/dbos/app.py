@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dbos import DBOS, SetEnqueueOptions, SetWorkflowID
+from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, WorkflowHandleAsync
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage
@@ -100,7 +100,9 @@ async def chat_turn(conversation_id: str, turn: int, prompt: str) -> TurnResult:
     assert _agent is not None, 'build the agent (install_agent) before DBOS launches'
     history: list[ModelMessage] | None = None
     if turn > 1:
-        previous = await DBOS.retrieve_workflow_async(turn_workflow_id(conversation_id, turn - 1))
+        previous: WorkflowHandleAsync[TurnResult] = await DBOS.retrieve_workflow_async(
+            turn_workflow_id(conversation_id, turn - 1)
+        )
         history = (await previous.get_result()).history  # recorded: a recovered turn reads the same window
     result = await _agent.run(prompt, message_history=history, conversation_id=conversation_id)
     return TurnResult(turn, result.output, result.all_messages())
@@ -161,7 +163,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument('--store', metavar='URL', help=f'the store (default: ${STORE_VARIABLE} or {DEFAULT_STORE})')
     parser.add_argument(
-        '--model', metavar='PROVIDER:NAME', help=f'a real model, e.g. openai:gpt-5 (default: ${MODEL_VARIABLE} or scripted)'
+        '--model',
+        metavar='PROVIDER:NAME',
+        help=f'a real model, e.g. openai:gpt-5 (default: ${MODEL_VARIABLE} or scripted)',
     )
     parser.add_argument('--think', type=float, metavar='SECONDS', help='seconds the scripted model takes per reply')
     parser.add_argument('--conversations', type=int, default=1, metavar='N', help='conversations at once (default 1)')

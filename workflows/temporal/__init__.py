@@ -43,6 +43,7 @@ HISTORY_BUDGET = 2000
 IDLE_TIMEOUT = timedelta(minutes=30)
 """A conversation's workflow ends after this long without a message; its result resumes it later."""
 
+
 def exit_after(run: Callable[[], int]) -> NoReturn:
     """Call `run`, then end the process with its status, skipping the interpreter's teardown.
 

@@ -118,7 +118,10 @@ async def _send(handle: WorkflowHandle[object, object], number: int, prompt: str
     """
     while True:
         try:
-            return await handle.execute_update(SEND_UPDATE, prompt, id=f'turn-{number}', result_type=ChatReply)
+            reply: ChatReply = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+                SEND_UPDATE, prompt, id=f'turn-{number}', result_type=ChatReply
+            )
+            return reply
         except WorkflowUpdateRPCTimeoutOrCancelledError as error:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

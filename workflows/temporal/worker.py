@@ -74,7 +74,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     where.add_argument('--store', metavar='URL', help=f'the store (default: ${STORE_VARIABLE} or {DEFAULT_STORE})')
     where.add_argument('--postgres', metavar='URL', help='keep the store in this PostgreSQL database')
     parser.add_argument(
-        '--model', metavar='PROVIDER:NAME', help=f'a real model, e.g. openai:gpt-5 (default: ${MODEL_VARIABLE} or scripted)'
+        '--model',
+        metavar='PROVIDER:NAME',
+        help=f'a real model, e.g. openai:gpt-5 (default: ${MODEL_VARIABLE} or scripted)',
     )
     parser.add_argument('--think', type=float, metavar='SECONDS', help='seconds the scripted model takes per reply')
     parser.add_argument('--task-queue', default=TASK_QUEUE, help=f'the task queue (default {TASK_QUEUE!r})')

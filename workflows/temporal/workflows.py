@@ -8,6 +8,7 @@ them before it imports this module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from pydantic_ai import Agent
@@ -74,9 +75,8 @@ class SupportChat(PydanticAIWorkflow):
     async def run(self, state: ChatState) -> ChatState:
         idle = timedelta(seconds=state.idle_timeout_seconds)
         while True:
-            started = self._started
             try:
-                await workflow.wait_condition(lambda: self._continue_as_new_due() or self._started != started, timeout=idle)
+                await workflow.wait_condition(self._wakes_after(self._started), timeout=idle)
             except TimeoutError:
                 if self._busy:
                     continue
@@ -114,6 +114,10 @@ class SupportChat(PydanticAIWorkflow):
     def turns(self) -> int:
         """Turns taken so far (a turn in progress not counted)."""
         return self._state.turns
+
+    def _wakes_after(self, started: int) -> Callable[[], bool]:
+        """The run loop's wait: a continue-as-new is due, or a message came (which restarts the idle clock)."""
+        return lambda: self._continue_as_new_due() or self._started != started
 
     def _continue_as_new_due(self) -> bool:
         if self._busy:
