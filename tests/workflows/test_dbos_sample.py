@@ -3,7 +3,8 @@
 As its README runs it, in a process of its own (DBOS is a process-wide singleton that the app
 launches and destroys itself, and the defaults, SQLite files in the working directory, are
 exercised as they are): SQLite by default, Postgres with `--postgres`, and a second run with the
-same conversation id, which sends nothing again. In process, with a model that records what it
+same conversation id, which sends nothing again, and one after a `kill -9`, which recovers the
+turn in flight and goes on. In process, with a model that records what it
 is shown: the request that asked for the detail did not hold it.
 """
 
@@ -15,6 +16,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import anyio
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
@@ -81,6 +83,43 @@ async def test_postgres_flag_many_conversations(tmp_path: Path, postgres_databas
     store = PostgresStepStore(postgres_database_url)
     try:
         assert len(await store.list_runs(conversation_id=f'{base}-2')) == len(TURNS)
+    finally:
+        await store.aclose()
+
+
+async def test_killed_mid_conversation_the_next_run_recovers_the_turn_in_flight_and_goes_on(tmp_path: Path) -> None:
+    """The README's walkthrough: `kill -9` a few turns in, run again with the same id."""
+    conversation_id = f'crash-{uuid.uuid4().hex[:8]}'
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)])}
+    env.pop(STORE_VARIABLE, None)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'workflows.dbos.app', '--conversation-id', conversation_id, '--think', '0.5'],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    answered = 0
+    try:
+        with anyio.fail_after(120):
+            while answered < 3:
+                line = await anyio.to_thread.run_sync(process.stdout.readline)
+                assert line, process.stderr.read() if process.stderr else ''
+                answered += line.startswith('assistant: ')
+    finally:
+        process.kill()  # mid-turn 4: its model request is thinking
+        process.communicate(timeout=30)
+
+    again = run_app(tmp_path, '--conversation-id', conversation_id)
+    assert f'conversation {conversation_id} has taken ' in again.stderr, again.stderr
+    assert 'Traceback' not in again.stderr and 'WARNING' not in again.stderr, again.stderr
+    said = replies(again.stdout)
+    assert DETAIL in said[-1] and 'recalled' in said[-1]
+    store = SqliteStepStore(tmp_path / 'durable-recall-sample-dbos.db')
+    try:
+        assert len(await store.list_runs(conversation_id=conversation_id)) == len(TURNS), 'no turn lost or doubled'
     finally:
         await store.aclose()
 
