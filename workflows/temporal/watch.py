@@ -27,6 +27,8 @@ from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowHandle
 
+from workflows.temporal import HEARTBEAT_TIMEOUT
+
 WORKER_COMMAND = 'python -m workflows.temporal.worker'
 
 RECENT_POLL = timedelta(seconds=90)
@@ -92,6 +94,10 @@ class Watch:
         stalled_after: Seconds a task may wait unclaimed before the starter says so.
         label: The conversation, named on each line (empty for a single conversation).
         every: Seconds between two looks.
+        heartbeat_timeout: The activities' heartbeat timeout. While a running activity's last
+            heartbeat is older than most of it (its worker may be gone), the watch looks five
+            times a second, so it sees the timeout and the retry even when the next worker
+            finishes the retried activity at once.
     """
 
     handle: WorkflowHandle[object, object]
@@ -99,6 +105,7 @@ class Watch:
     stalled_after: float
     label: str = ''
     every: float = 1.0
+    heartbeat_timeout: timedelta = HEARTBEAT_TIMEOUT
     _first_seen: dict[tuple[object, ...], float] = field(default_factory=dict[tuple[object, ...], float])
     _stalled: bool = False
     _failures: set[tuple[str, int]] = field(default_factory=set[tuple[str, int]])
@@ -107,8 +114,10 @@ class Watch:
     async def run(self) -> None:
         """Look every `every` seconds until cancelled (when the conversation ends)."""
         loop = asyncio.get_running_loop()
+        pause = self.every
         while True:
-            await asyncio.sleep(self.every)
+            await asyncio.sleep(pause)
+            pause = self.every
             try:
                 description = (await self.handle.describe()).raw_description
             except Exception:  # a look that fails tells nothing; the update call reports real errors
@@ -126,6 +135,8 @@ class Watch:
                     waiting.append(('activity', activity.activity_id, activity.attempt))
                 if activity.attempt > 1 and activity.HasField('last_failure'):
                     self._failed(activity)
+                if self._silent(activity):
+                    pause = min(pause, 0.2)
             now = loop.time()
             self._first_seen = {key: self._first_seen.get(key, now) for key in waiting}
             stalled = any(now - seen >= self.stalled_after for seen in self._first_seen.values())
@@ -148,6 +159,14 @@ class Watch:
         waited = asyncio.get_running_loop().time() - self._trouble_since
         self._trouble_since = None
         say(f'recovered: the conversation moved on {waited:.1f}s after the first sign of trouble', self.label)
+
+    def _silent(self, activity: PendingActivityInfo) -> bool:
+        """A running activity whose last heartbeat (or start) is older than 70% of the heartbeat timeout."""
+        if activity.state != PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
+            return False
+        stamp = 'last_heartbeat_time' if activity.HasField('last_heartbeat_time') else 'last_started_time'
+        last = getattr(activity, stamp).ToDatetime(UTC)
+        return datetime.now(UTC) - last > self.heartbeat_timeout * 0.7
 
     def _trouble(self) -> None:
         if self._trouble_since is None:
