@@ -16,14 +16,16 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 from workflows.conversation import CLOSING, DETAIL, STORE_VARIABLE, TURNS
 from workflows.temporal import ChatReply, starter, workflow_id
 
 from durable_recall import SqliteStepStore
+from durable_recall.temporal import DurableRecallPlugin
 
 from .._services.temporal import unique_task_queue
 
@@ -57,13 +59,13 @@ async def sample_worker(temporal_env: WorkflowEnvironment, sample_store: Path) -
         yield running
 
 
-async def run_histories(client: Client, workflow: str) -> list[list[HistoryEvent]]:
+async def run_histories(client: Client, workflow: str) -> list[WorkflowHistory]:
     """Every run of the workflow, oldest first, following the continue-as-new chain back from the current run."""
-    runs: list[list[HistoryEvent]] = []
+    runs: list[WorkflowHistory] = []
     run_id: str | None = None
     while True:
         history = await client.get_workflow_handle(workflow, run_id=run_id).fetch_history()
-        runs.insert(0, list(history.events))
+        runs.insert(0, history)
         previous = history.events[0].workflow_execution_started_event_attributes.continued_execution_run_id
         if not previous:
             return runs
@@ -89,6 +91,9 @@ async def test_chats_recall_what_left_the_context(
     )
 
     assert set(results) == {f'{base}-1', f'{base}-2'}
+    from workflows.temporal.workflows import SupportChat
+
+    replayer = Replayer(workflows=[SupportChat], plugins=[PydanticAIPlugin(), DurableRecallPlugin()])
     out = capsys.readouterr().out
     for conversation_id, replies in results.items():
         assert [reply.turn for reply in replies] == list(range(1, len(TURNS) + 1))
@@ -99,9 +104,11 @@ async def test_chats_recall_what_left_the_context(
         runs = await run_histories(client, workflow_id(conversation_id))
         assert len(runs) >= 2, 'the history budget made the conversation continue as new'
         for later in runs[1:]:
-            carried = later[0].workflow_execution_started_event_attributes.input.payloads[0].data
+            carried = later.events[0].workflow_execution_started_event_attributes.input.payloads[0].data
             assert DETAIL.encode() not in carried, 'the window carried across continue-as-new dropped the detail'
-        requests = activity_inputs(runs[-1], MODEL_REQUEST)
+        for run in runs:  # deterministic: every run replays from its history, updates and continue-as-new included
+            await replayer.replay_workflow(run)
+        requests = activity_inputs(list(runs[-1].events), MODEL_REQUEST)
         asking = [request for request in requests if CLOSING.encode() in request]
         assert len(asking) == 2, 'the question, then the answer after the search'
         assert DETAIL.encode() not in asking[0], 'the model was asked without the detail in view'
