@@ -205,7 +205,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar='SECONDS',
         help=f'how long to wait for a worker before giving up (default {WORKER_WAIT:g})',
     )
+    parser.add_argument('--model', help=argparse.SUPPRESS)  # to say where it belongs
     arguments = parser.parse_args(argv)
+    if arguments.model is not None:
+        parser.error(
+            'the model runs on the worker: start it with'
+            f' `python -m workflows.temporal.worker --model {arguments.model}`'
+            " (the worker's environment holds the provider's package and API key)"
+        )
     if arguments.conversations < 1:
         parser.error(f'--conversations must be at least 1, got {arguments.conversations}')
     return arguments
