@@ -115,7 +115,7 @@ class SearchEngine:
     def __post_init__(self) -> None:
         # Configuration errors at construction (the command line builds engines directly).
         check_ranking(self.ranking, self.embedder, self.hybrid_weight)
-        self._ranker = Ranker(corpus_for(self.source))
+        self._ranker = Ranker(corpus_for(self.source), context_lines=self.context_lines)
         warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
 
     async def _similarity(
@@ -183,7 +183,8 @@ class SearchEngine:
         all_scopes = scope == 'all'
         ranker = self._ranker
         async with self._lock:
-            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+            across = request.run_id is None and not all_scopes  # windows walk the conversation's record
+            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress, terms=terms, across=across)
             notes: list[str] = []
             similarity = None
             if terms:
