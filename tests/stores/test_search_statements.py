@@ -6,11 +6,15 @@ scope's status with the postings and spans it needs (one statement), the index r
 it shows with their records (one), and their messages (one). Counted here by wrapping psycopg's
 cursor `execute`, on a conversation written by an agent with `StepPersistence`, the search tool
 and a sliding window, as a chat app writes it.
+
+On SQLite the same reads are point reads of the store's connection (`SqliteConnection._translated`
+runs each, inline or in a worker thread): at most three per search too.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,9 +26,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from durable_recall import ConversationSearch, PostgresStepStore, SnapshotHistorySource, StepPersistence
 from durable_recall.compaction import SlidingWindowCompaction
 from durable_recall.search import SearchRequest
+from durable_recall.stores import SqliteStepStore, StepStore
 from tests.search._stub import context
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+pytestmark = pytest.mark.anyio
 
 _TURNS = 10
 """Turns of the conversation: 20 messages, a run each, each inheriting a window of the last ones."""
@@ -34,9 +39,7 @@ def _reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(f'noted, reply number {len(messages)}')])
 
 
-@pytest.fixture
-async def store(postgres_url: str, postgres_schema: str) -> AsyncIterator[PostgresStepStore]:
-    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+async def _converse(store: StepStore) -> None:
     agent = Agent(
         FunctionModel(_reply),
         capabilities=[StepPersistence(store=store), SlidingWindowCompaction(max_messages=6)],
@@ -45,6 +48,12 @@ async def store(postgres_url: str, postgres_schema: str) -> AsyncIterator[Postgr
     for turn in range(_TURNS):
         result = await agent.run(f'turn {turn} mentions ZEBRA{turn}', message_history=history, conversation_id='conv')
         history = result.all_messages()
+
+
+@pytest.fixture
+async def store(postgres_url: str, postgres_schema: str) -> AsyncIterator[PostgresStepStore]:
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    await _converse(store)
     yield store
     await store.aclose()
 
@@ -68,10 +77,11 @@ class _Counter:
         return len(self.statements), answer
 
 
-def _tool(store: PostgresStepStore) -> ConversationSearch:
+def _tool(store: StepStore) -> ConversationSearch:
     return ConversationSearch(SnapshotHistorySource(store), scope='conversation')
 
 
+@pytest.mark.postgres
 async def test_a_warm_search_of_new_words_costs_at_most_three_statements(
     store: PostgresStepStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +94,7 @@ async def test_a_warm_search_of_new_words_costs_at_most_three_statements(
         assert count <= 3, counter.statements
 
 
+@pytest.mark.postgres
 async def test_a_repeated_search_costs_one_statement(store: PostgresStepStore, monkeypatch: pytest.MonkeyPatch) -> None:
     tool = _tool(store)
     first = await tool.search(context(conversation_id='conv'), SearchRequest(query='ZEBRA4'))
@@ -93,6 +104,7 @@ async def test_a_repeated_search_costs_one_statement(store: PostgresStepStore, m
     assert count == 1, counter.statements  # the status: nothing moved, everything else is held
 
 
+@pytest.mark.postgres
 async def test_a_cold_process_search_costs_at_most_three_statements(
     store: PostgresStepStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,6 +116,7 @@ async def test_a_cold_process_search_costs_at_most_three_statements(
         assert count <= 3, counter.statements
 
 
+@pytest.mark.postgres
 async def test_a_search_after_another_worker_indexed_more_costs_at_most_three_statements(
     store: PostgresStepStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,3 +131,29 @@ async def test_a_search_after_another_worker_indexed_more_costs_at_most_three_st
     count, answer = await counter.count(tool, 'OKAPI ZEBRA0')
     assert 'mentions OKAPI' in answer and 'mentions ZEBRA0' in answer
     assert count <= 3, counter.statements
+
+
+async def test_a_search_on_sqlite_makes_at_most_three_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from durable_recall.stores.sqlite._connection import SqliteConnection
+
+    store = SqliteStepStore(str(tmp_path / 'store.db'))
+    await _converse(store)
+    tool = _tool(store)
+    await tool.search(context(conversation_id='conv'), SearchRequest(query='ZEBRA0'))
+    reads: list[object] = []
+    real = SqliteConnection._translated  # pyright: ignore[reportPrivateUsage]
+
+    def translated(self: SqliteConnection, query: Any, conn: Any) -> Any:
+        reads.append(query)
+        return real(self, query, conn)
+
+    monkeypatch.setattr(SqliteConnection, '_translated', translated)
+    for turn in range(1, _TURNS):
+        reads.clear()
+        answer = await tool.search(context(conversation_id='conv'), SearchRequest(query=f'ZEBRA{turn} reply'))
+        assert f'mentions ZEBRA{turn}' in answer
+        assert len(reads) <= 3, reads
+    reads.clear()
+    answer = await _tool(store).search(context(conversation_id='conv'), SearchRequest(query='ZEBRA5'))
+    assert 'mentions ZEBRA5' in answer and len(reads) <= 3, reads  # a cold process's search
+    await store.aclose()
