@@ -141,7 +141,7 @@ async def test_a_search_on_sqlite_makes_at_most_three_reads(tmp_path: Path, monk
     tool = _tool(store)
     await tool.search(context(conversation_id='conv'), SearchRequest(query='ZEBRA0'))
     reads: list[object] = []
-    real = SqliteConnection._translated  # pyright: ignore[reportPrivateUsage]
+    real = SqliteConnection._translated
 
     def translated(self: SqliteConnection, query: Any, conn: Any) -> Any:
         reads.append(query)

@@ -33,7 +33,7 @@ from ...index import (
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
 from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, group_terms, unpack_group
-from ._index_writer import BUMP_GENERATION, SCOPE_KEY, IndexDatabase, PostgresIndexWriter
+from ._index_writer import BUMP_GENERATION, SCOPE_KEY, STORE_GENERATION, IndexDatabase, PostgresIndexWriter
 from ._search_reads import scope_view, unpack_spans
 
 if TYPE_CHECKING:
@@ -53,12 +53,11 @@ _STATUS_SCOPE: LiteralString = (
 )
 
 _STATUS_ALL: LiteralString = (
-    'SELECT g.value, t.docs, t.length,'
+    'SELECT ' + STORE_GENERATION + ', t.docs, t.length,'
     ' ARRAY(SELECT p.run_id FROM {pending} AS p JOIN {runs} AS r ON r.run_id = p.run_id'
     ' ORDER BY r.started_at, r.run_id)'
     ' FROM (SELECT COALESCE(SUM(docs), 0)::bigint AS docs, COALESCE(SUM(length), 0)::bigint AS length'
     ' FROM {index_scopes}) AS t'
-    " LEFT JOIN {meta} AS g ON g.key = 'index_generation'"
 )
 
 _LOCK_INDEX: LiteralString = (

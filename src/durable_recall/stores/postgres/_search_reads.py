@@ -19,7 +19,7 @@ from ...base import RunRecord
 from ...index import OPEN, IndexedRunRow, PostingsRow, ScopeSpans, ScopeStatus, ScopeView, SpansWanted
 from .._run_rows import indexed_run
 from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, unpack_group
-from ._index_writer import SCOPE_KEY, IndexDatabase
+from ._index_writer import SCOPE_KEY, STORE_GENERATION, IndexDatabase
 from ._reads import RUN_COLUMNS, run_from_row
 
 __all__ = ('rows_with_records', 'scope_view', 'unpack_spans')
@@ -78,7 +78,7 @@ _VIEW_SCOPE: LiteralString = (
 )
 
 _VIEW_ALL: LiteralString = (
-    "WITH g AS (SELECT value FROM {meta} WHERE key = 'index_generation'),"
+    'WITH g AS (SELECT ' + STORE_GENERATION + ' AS value),'
     ' moved AS (SELECT COALESCE((SELECT value FROM g), %(empty)s) IS DISTINCT FROM %(known)s AS m),'
     ' scopes AS (SELECT scope_key, group_bits FROM {index_scopes}), '
     + _ASKED
