@@ -10,9 +10,10 @@ from the third turn the model first asks the search tool for the token of the fi
 compaction dropped.
 
 Every activity this worker runs is timed by an interceptor and written to `STATS` as a JSON line
-(its type, milliseconds, the statements it sent to Postgres, and the time its write spent
-indexing): counted by wrapping psycopg's cursor `execute`, per activity through a context variable.
-On SIGTERM the worker stops and writes its pool's statistics (waits for a connection).
+(its type, milliseconds, the statements it sent to Postgres, the time its write spent indexing,
+and the time its catch-up commits waited for their conversation's index lock), counted by
+wrapping psycopg's cursor `execute` and the store's functions, per activity through a context
+variable. On SIGTERM the worker stops and writes its pool's statistics (waits for a connection).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from durable_recall import (
     StepPersistence,
 )
 from durable_recall.persistence import _capability as persistence_module
+from durable_recall.stores.postgres import _index as postgres_index
 from durable_recall.temporal import with_durable_recall_passthrough
 from durable_recall.text import SEARCH_TOOL_NAME
 
@@ -156,6 +158,19 @@ def _count_statements() -> None:
 
     persistence_module.index_saved = index_saved
 
+    real_lock = postgres_index.lock_conversation
+
+    async def lock_conversation(*args: Any, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        try:
+            await real_lock(*args, **kwargs)
+        finally:
+            counts = _current.get()
+            if counts is not None:
+                counts['lock_ms'] += (time.perf_counter() - start) * 1000
+
+    postgres_index.lock_conversation = lock_conversation
+
 
 class _Timed(ActivityInboundInterceptor):
     def __init__(self, next: ActivityInboundInterceptor, stats: Any) -> None:
@@ -163,7 +178,7 @@ class _Timed(ActivityInboundInterceptor):
         self._stats = stats
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        counts = {'statements': 0.0, 'index_ms': 0.0}
+        counts = {'statements': 0.0, 'index_ms': 0.0, 'lock_ms': 0.0}
         reset = _current.set(counts)
         start = time.perf_counter()
         ok = False

@@ -82,6 +82,10 @@ class Soak:
                 'statements_p50': percentile(statements, 50),
                 'statements_max': max(statements, default=0),
             }
+            locks = [line.get('lock_ms', 0.0) for line in done]
+            out[kind]['lock_wait_p50_ms'] = round(percentile(locks, 50), 1)
+            out[kind]['lock_wait_p95_ms'] = round(percentile(locks, 95), 1)
+            out[kind]['lock_wait_max_ms'] = round(max(locks, default=0.0), 1)
             if kind == 'write':
                 index = [line['index_ms'] for line in done]
                 out[kind]['indexing_p50_ms'] = round(percentile(index, 50), 1)
@@ -210,6 +214,7 @@ def _print(soak: Soak) -> None:
         if kind in figures:
             f = figures[kind]
             extra = f', indexing p50 {f["indexing_p50_ms"]} ms p95 {f["indexing_p95_ms"]} ms' if kind == 'write' else ''
+            extra += f', index lock wait p95 {f["lock_wait_p95_ms"]} ms max {f["lock_wait_max_ms"]} ms'
             print(
                 f'   {kind:<6} n={f["count"]:<4} failed={f["failed"]:<3}'
                 f' p50 {f["p50_ms"]:>7} ms  p95 {f["p95_ms"]:>7} ms'
