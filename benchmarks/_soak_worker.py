@@ -145,9 +145,10 @@ def _count_statements() -> None:
 
     psycopg.AsyncCursor.execute = execute  # type: ignore[method-assign]
 
-    real_index = persistence_module.index_saved
+    real_index = getattr(persistence_module, 'index_saved', None)  # a release without index_on_save has none
 
     async def index_saved(*args: Any, **kwargs: Any) -> None:
+        assert real_index is not None
         start = time.perf_counter()
         try:
             await real_index(*args, **kwargs)
@@ -156,7 +157,8 @@ def _count_statements() -> None:
             if counts is not None:
                 counts['index_ms'] += (time.perf_counter() - start) * 1000
 
-    persistence_module.index_saved = index_saved
+    if real_index is not None:
+        persistence_module.index_saved = index_saved
 
     real_lock = postgres_index.lock_conversation
 
