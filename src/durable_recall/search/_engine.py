@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
-import anyio
 from pydantic_ai.embeddings import Embedder
 
 from ..base import DurableRecallError, StoreUnavailableError
@@ -26,6 +25,7 @@ from ._embedding import Ranking, check_ranking, local_embedder
 from ._fusion import DEFAULT_WEIGHT
 from ._hits import Candidate, Doc, Hit
 from ._outcome import Outcome
+from ._rankers import Rankers
 from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
 from ._semantic import SemanticIndex
@@ -108,14 +108,16 @@ class SearchEngine:
     ranking: Ranking = 'bm25'
     embedder: Embedder | None = None
     hybrid_weight: float = DEFAULT_WEIGHT
-    _ranker: Ranker = field(init=False, repr=False)
+    _rankers: Rankers = field(init=False, repr=False)
     _semantic: SemanticIndex | None = field(default=None, init=False, repr=False)
-    _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     def __post_init__(self) -> None:
         # Configuration errors at construction (the command line builds engines directly).
         check_ranking(self.ranking, self.embedder, self.hybrid_weight)
-        self._ranker = Ranker(corpus_for(self.source))
+        # Hybrid ranking's vectors are one index for all: its searches keep to one ranker, one at a time.
+        self._rankers = Rankers(
+            corpus_for(self.source), context_lines=self.context_lines, per_conversation=self.ranking == 'bm25'
+        )
         warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
 
     async def _similarity(
@@ -127,7 +129,7 @@ class SearchEngine:
         try:
             if self._semantic is None:
                 embedder = self.embedder if self.embedder is not None else await local_embedder()
-                self._semantic = SemanticIndex(self._ranker.corpus, vectors_for(self.source), embedder)
+                self._semantic = SemanticIndex(self._rankers.corpus, vectors_for(self.source), embedder)
             return await self._semantic.similarity(query, conversation_id, all_scopes=all_scopes)
         except DurableRecallError:
             raise
@@ -184,9 +186,10 @@ class SearchEngine:
         terms = query_terms(query)  # bounded: reads at most MAX_QUERY_BYTES of the query
         filters = filters_of(request)
         all_scopes = scope == 'all'
-        ranker = self._ranker
-        async with self._lock:
-            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+        ranker, lock = self._rankers.of(conversation_id, all_scopes=all_scopes)
+        async with lock:
+            across = request.run_id is None and not all_scopes  # windows walk the conversation's record
+            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress, terms=terms, across=across)
             notes: list[str] = []
             similarity = None
             if terms:
@@ -224,7 +227,7 @@ class SearchEngine:
                 fixed = _answer.no_matches(query, ranked.total)
             matched = ranked.matched if count_matches else None
             if fixed is not None:
-                return Outcome(fixed=fixed, unreadable=self._unreadable(), notes=notes, matched=matched)
+                return Outcome(fixed=fixed, unreadable=_unreadable(ranker), notes=notes, matched=matched)
             candidates = ranked.candidates
             if request.order != 'relevance':
                 times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
@@ -234,13 +237,12 @@ class SearchEngine:
             )
             window = await ranker.windows(self.context_lines, candidates)
             chosen = self._distinct(candidates, window)
-            outcome = await self._shown(outcome, chosen, [window(found) for found in chosen])
-            return replace(outcome, unreadable=self._unreadable(), notes=notes)
+            outcome = await self._shown(ranker, outcome, chosen, [window(found) for found in chosen])
+            return replace(outcome, unreadable=_unreadable(ranker), notes=notes)
 
-    def _unreadable(self) -> list[str]:
-        return [_answer.unreadable(problem) for problem in self._ranker.unreadable]
-
-    async def _shown(self, outcome: Outcome, chosen: list[Candidate], windows: list[tuple[Doc, ...]]) -> Outcome:
+    async def _shown(
+        self, ranker: Ranker, outcome: Outcome, chosen: list[Candidate], windows: list[tuple[Doc, ...]]
+    ) -> Outcome:
         """The outcome with the windows of as many chosen hits as the answer has room for, read and rendered.
 
         A few kilobytes of tool output fill the answer after a few blocks; reading and decoding the
@@ -250,7 +252,7 @@ class SearchEngine:
         reads also reads the next `_AHEAD` windows, unprepared, for the batch after it.
         """
         # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
-        notes = [_answer.unreadable(problem) for problem in self._ranker.unreadable]
+        notes = [_answer.unreadable(problem) for problem in ranker.unreadable]
         note = _answer.note_for(notes, self.max_result_bytes) + ''.join(f'\n\n{text}' for text in outcome.notes)
         max_bytes = self.max_result_bytes - len(note.encode())
         loaded: list[Hit] = []
@@ -265,7 +267,7 @@ class SearchEngine:
                 room = max_bytes - sum(len(block.encode()) + len(_answer.SEPARATOR) for block in blocks)
                 end = start + max(int(room / mean), 0) + 1
             end = min(end, len(chosen))
-            batch = await self._ranker.load(chosen[start:end], windows[start:end], ahead=windows[end : end + _AHEAD])
+            batch = await ranker.load(chosen[start:end], windows[start:end], ahead=windows[end : end + _AHEAD])
             count -= (end - start) - len(batch)  # runs deleted since they were ranked
             shown_hits = [hit for hit in batch if not withheld_only(hit, outcome.terms, self.skip_tools)]
             count -= len(batch) - len(shown_hits)  # found only in what the answer withholds
@@ -296,6 +298,11 @@ class SearchEngine:
             chosen.append(found)
             shown.update(window(found))
         return chosen
+
+
+def _unreadable(ranker: Ranker) -> list[str]:
+    """The answer's notes naming what the search could not read."""
+    return [_answer.unreadable(problem) for problem in ranker.unreadable]
 
 
 def search_failed(error: Exception) -> str:
