@@ -10,6 +10,7 @@ import anyio.to_thread
 
 from ...base import CorruptSnapshotError, PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from .._batch_write import encode_deltas
+from .._erasure import IdleConversation, ScrubReport
 from .._log_refs import spans
 from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
@@ -24,8 +25,9 @@ from .._snapshot_rows import (
     decode_snapshots,
     log_span,
 )
+from . import _erase
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
-from ._index import PostgresIndex, forget_conversation, lock_conversation
+from ._index import PostgresIndex
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
 from ._vectors import PostgresVectors
 from ._writes import write_batch
@@ -288,18 +290,35 @@ class PostgresStepStore:
             # The index lock first, so that no catch-up of the conversation interleaves (see
             # `_index`); then runs: deleting a run's row waits for any save holding it,
             # and each later statement reads afresh, so that save's messages are deleted too.
-            await lock_conversation(cur, self._db, conversation_id)
-            await cur.execute(
-                self._sql('DELETE FROM {runs} WHERE conversation_id = %s RETURNING run_id'), (conversation_id,)
-            )
-            run_ids = [row[0] for row in await cur.fetchall()]
-            if run_ids:
-                await cur.execute(self._sql('DELETE FROM {vectors} WHERE run_id = ANY(%s)'), (run_ids,))
-                await cur.execute(self._sql('DELETE FROM {messages} WHERE run_id = ANY(%s)'), (run_ids,))
-                await cur.execute(self._sql('DELETE FROM {message_refs} WHERE run_id = ANY(%s)'), (run_ids,))
-                await cur.execute(self._sql('DELETE FROM {snapshots} WHERE run_id = ANY(%s)'), (run_ids,))
-            await forget_conversation(cur, self._db, conversation_id, run_ids)
-            return len(run_ids)
+            deleted = await _erase.delete_runs_of(cur, self._db, conversation_id, None)
+        assert deleted is not None, 'a delete without a time bound always deletes'
+        return deleted
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete one run (see `ErasableStore`); its conversation is re-indexed without it on the next search."""
+        async with self._transaction() as cur:
+            return await _erase.delete_run(cur, self._db, run_id)
+
+    async def idle_conversations(self, before: datetime) -> list[IdleConversation]:
+        """Conversations with no run started or snapshot saved since `before`, oldest first (see `ErasableStore`)."""
+        async with self._read() as cur:
+            found = await _erase.idle_conversations(cur, self._db, before)
+        return [IdleConversation(conversation_id=key, last_activity=last.astimezone(UTC)) for key, last in found]
+
+    async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
+        """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
+        try:
+            async with self._transaction() as cur:
+                deleted = await _erase.delete_runs_of(cur, self._db, conversation_id, before)
+                if deleted is None:
+                    raise _StillActive
+        except _StillActive:
+            return None
+        return deleted
+
+    async def scrub(self) -> ScrubReport:
+        """`VACUUM FULL` the tables deletes touch (exclusive locks while each is rewritten): see `_erase.scrub`."""
+        return await _erase.scrub(self._db)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         if not seqs:
@@ -354,3 +373,7 @@ _INLINE_ENCODE = 64 * 1024
 
 _INLINE_DECODE = 32 * 1024
 """`read_logs` decodes fewer stored bytes than this on the event loop (a thread hop costs more)."""
+
+
+class _StillActive(Exception):
+    """Rolls back a delete of a conversation that was active after all (`delete_idle_conversation`)."""

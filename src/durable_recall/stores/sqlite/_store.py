@@ -6,6 +6,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Generator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -20,8 +21,10 @@ from ...base import (
     SnapshotDelta,
     StoredBody,
     from_micros,
+    to_micros,
 )
 from .._batch_write import encode_deltas
+from .._erasure import IdleConversation, ScrubReport
 from .._log_refs import spans
 from .._protocol import ConversationSummary
 from .._run_rows import run_record
@@ -35,7 +38,7 @@ from .._snapshot_rows import (
     decode_snapshots,
 )
 from .._summaries import summarize_conversations
-from . import _reads, _writes
+from . import _erase, _reads, _writes
 from ._connection import SqliteConnection, transaction
 from ._index import SqliteIndex
 from ._vectors import SqliteVectors
@@ -202,7 +205,26 @@ class SqliteStepStore:
             return await self._db.read(read, lambda found: None if found is None else decode_snapshot(*found))
 
     async def delete_conversation(self, conversation_id: str) -> int:
-        return await self._db.call(lambda conn: _writes.delete_conversation(conn, conversation_id))
+        """Delete the conversation's runs and all they hold, zeroing the deleted bytes (`scrub` empties the log)."""
+        return await self._db.call(lambda conn: _erase.delete_conversation(conn, conversation_id))
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete one run (see `ErasableStore`); its conversation is re-indexed without it on the next search."""
+        return await self._db.call(lambda conn: _erase.delete_run(conn, run_id))
+
+    async def idle_conversations(self, before: datetime) -> list[IdleConversation]:
+        """Conversations with no run started or snapshot saved since `before`, oldest first (see `ErasableStore`)."""
+        found = await self._db.call(lambda conn: _erase.idle_conversations(conn, to_micros(before)))
+        return [IdleConversation(conversation_id=key, last_activity=from_micros(last)) for key, last in found]
+
+    async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
+        """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
+        cutoff = to_micros(before)
+        return await self._db.call(lambda conn: _erase.delete_idle_conversation(conn, conversation_id, cutoff))
+
+    async def scrub(self) -> ScrubReport:
+        """Empty the write-ahead log (and vacuum free pages a file without auto-vacuum keeps): see `_erase.scrub`."""
+        return await self._db.call(_erase.scrub)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         wanted = sorted(set(seqs))

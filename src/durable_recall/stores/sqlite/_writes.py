@@ -1,4 +1,4 @@
-"""The SQLite store's writes: registering runs, saving batches of snapshots, deleting conversations.
+"""The SQLite store's writes: registering runs and saving batches of snapshots (deletes: `_erase`).
 
 Each is one `BEGIN IMMEDIATE` transaction on a connection the caller holds in a worker thread, so
 writers of several processes queue on SQLite's lock instead of interleaving. What a batch of
@@ -17,11 +17,10 @@ from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregis
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
 from ._connection import transaction
-from ._index import forget_conversation, mark_pending
+from ._index import mark_pending
 from ._reads import RUN_COLUMNS, SNAPSHOT_COLUMNS, owned_entries
-from ._vectors import forget_vectors
 
-__all__ = ('delete_conversation', 'register_run', 'write_batch')
+__all__ = ('register_run', 'write_batch')
 
 _RUN_NO = '(SELECT run_no FROM dr_runs WHERE run_id = ?)'
 """A run's number, by its id."""
@@ -62,19 +61,6 @@ def _register(conn: sqlite3.Connection, registration: RunRegistration) -> RunRec
         ),
     )
     return record
-
-
-def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
-    """Delete a conversation's runs, their snapshots, log and index; the number of runs deleted."""
-    runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
-    numbers = 'SELECT run_no FROM dr_runs WHERE conversation_id = ?'
-    with transaction(conn, 'BEGIN IMMEDIATE'):
-        forget_conversation(conn, conversation_id)
-        forget_vectors(conn, conversation_id)
-        conn.execute(f'DELETE FROM dr_messages WHERE run_no IN ({numbers})', (conversation_id,))
-        conn.execute(f'DELETE FROM dr_message_refs WHERE run_no IN ({numbers})', (conversation_id,))
-        conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))
-        return conn.execute('DELETE FROM dr_runs WHERE conversation_id = ?', (conversation_id,)).rowcount
 
 
 def write_batch(
