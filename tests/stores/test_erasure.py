@@ -15,10 +15,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from durable_recall import ConversationSearch, SnapshotHistorySource, update_index
 from durable_recall.search import SearchRequest
-from durable_recall.stores import InMemoryStepStore, SqliteStepStore, StepStore
+from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore
 from durable_recall.stores._erasure import ErasableStore, erase_conversation, erase_run
 from tests._services.stores import StoreKit
 from tests.search._stub import context
+from tests.stores.test_postgres_restart import PrivateServer
+from tests.stores.test_postgres_restart import private_server as private_server_fixture  # noqa: F401
 
 from ._helpers import registration, save_history
 
@@ -179,3 +181,45 @@ async def test_erasing_a_run_that_is_not_stored_changes_nothing(sql_kit: StoreKi
 async def test_the_sql_stores_are_erasable(sql_kit: StoreKit) -> None:
     assert isinstance(sql_kit.store, ErasableStore)
     assert not isinstance(InMemoryStepStore(), ErasableStore)
+
+
+async def _relation_files(store: PostgresStepStore, url: str, data: Path) -> list[Path]:
+    """Every file of the step store's tables, their TOAST tables and all their indexes."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute('CHECKPOINT')  # dirty buffers reach the files
+        cur = await conn.execute(
+            'SELECT pg_relation_filepath(c.oid) FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace'
+            " WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 't', 'i')"
+            ' AND pg_relation_filepath(c.oid) IS NOT NULL'
+        )
+        found = [data / row[0] for row in await cur.fetchall()]
+    paths: list[Path] = []
+    for base in found:
+        paths += [path for path in base.parent.glob(f'{base.name}*') if path.is_file()]
+    return paths
+
+
+def _holding(paths: list[Path], token: bytes) -> list[Path]:
+    return [path for path in paths if token in path.read_bytes().lower()]
+
+
+@pytest.mark.postgres
+async def test_after_scrub_no_postgres_relation_file_holds_the_erased_text(private_server: PrivateServer) -> None:
+    store = PostgresStepStore(private_server.url)
+    token = SECRET.lower().encode()
+    try:
+        await write_secret(store, 'secret', 'run-secret')
+        await write_plain(store, 'other', 'run-other')
+        await update_index(store)
+        holding = _holding(await _relation_files(store, private_server.url, private_server.data), token)
+        assert holding  # the test can fail: the text is in the tables' files
+
+        erased = await erase_conversation(store, 'secret')
+
+        assert erased.scrub is not None and erased.scrub.complete
+        assert _holding(await _relation_files(store, private_server.url, private_server.data), token) == []
+        assert 'giraffes' in await search(store, 'giraffes', 'other')
+    finally:
+        await store.aclose()
