@@ -19,12 +19,15 @@ from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteSt
 from durable_recall.stores._erasure import ErasableStore, erase_conversation, erase_run
 from tests._services.stores import StoreKit
 from tests.search._stub import context
+from tests.stores import test_postgres_restart
 from tests.stores.test_postgres_restart import PrivateServer
-from tests.stores.test_postgres_restart import private_server as private_server_fixture  # noqa: F401
 
 from ._helpers import registration, save_history
 
 pytestmark = pytest.mark.anyio
+
+private_server = test_postgres_restart.private_server
+"""A throwaway cluster whose data directory this test may read (the shared server's may not be readable)."""
 
 SECRET = 'Zebraquokkasecret'
 """A word nothing else says: the analyzer keeps it whole (lowercased) in the index's postings."""
