@@ -9,7 +9,7 @@ import pytest
 
 from durable_recall.base import StoreConfigurationError
 from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
-from durable_recall.stores._erasure import prune_idle
+from durable_recall.stores._erasure import Pruned, prune_idle
 from tests._services.stores import StoreKit
 
 from ._helpers import delta, messages, registration, save_history
@@ -93,6 +93,7 @@ async def test_prune_is_safe_while_a_writer_saves(sql_kit: StoreKit) -> None:
     writer = second_store(sql_kit)
     assert await writer.save_snapshot(delta('run-live', 1, history[0], history[1]))
     written: list[int] = []
+    outcomes: list[Pruned] = []
 
     async def keep_writing() -> None:
         for index in range(2, len(history)):
@@ -104,10 +105,11 @@ async def test_prune_is_safe_while_a_writer_saves(sql_kit: StoreKit) -> None:
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(keep_writing)
-            pruned = await prune_idle(store, idle_for=timedelta(days=90), now=cutoff + timedelta(days=90))
+            outcomes.append(await prune_idle(store, idle_for=timedelta(days=90), now=cutoff + timedelta(days=90)))
     finally:
         await writer.aclose()
 
+    [pruned] = outcomes
     assert sorted(pruned.deleted) == idle
     assert written == list(range(2, len(history)))
     assert [s.messages for s in await store.list_snapshots('run-live')] == history
