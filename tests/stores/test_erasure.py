@@ -15,8 +15,15 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from durable_recall import ConversationSearch, SnapshotHistorySource, update_index
 from durable_recall.search import SearchRequest
-from durable_recall.stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore
-from durable_recall.stores._erasure import ErasableStore, erase_conversation, erase_run
+from durable_recall.stores import (
+    ErasableStore,
+    InMemoryStepStore,
+    PostgresStepStore,
+    SqliteStepStore,
+    StepStore,
+    erase_conversation,
+    erase_run,
+)
 from tests._services.stores import StoreKit
 from tests.search._stub import context
 from tests.stores import test_postgres_restart

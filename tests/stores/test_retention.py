@@ -8,8 +8,7 @@ import anyio
 import pytest
 
 from durable_recall.base import StoreConfigurationError
-from durable_recall.stores import PostgresStepStore, SqliteStepStore, StepStore
-from durable_recall.stores._erasure import Pruned, prune_idle
+from durable_recall.stores import PostgresStepStore, Pruned, SqliteStepStore, StepStore, prune_idle
 from tests._services.stores import StoreKit
 
 from ._helpers import delta, messages, registration, save_history

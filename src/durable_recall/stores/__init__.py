@@ -10,6 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._erasure import (
+    ErasableStore,
+    Erased,
+    IdleConversation,
+    Pruned,
+    ScrubReport,
+    erase_conversation,
+    erase_run,
+    prune_idle,
+)
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
 from ._url import open_spec_store, open_store, redact_url
@@ -23,14 +33,22 @@ __all__ = (
     'BatchSaver',
     'ConversationSummaries',
     'ConversationSummary',
+    'ErasableStore',
+    'Erased',
+    'IdleConversation',
     'InMemoryStepStore',
     'LogBodies',
     'MemoryIndex',
     'PostgresStepStore',
+    'Pruned',
+    'ScrubReport',
     'SqliteStepStore',
     'StepStore',
+    'erase_conversation',
+    'erase_run',
     'open_spec_store',
     'open_store',
+    'prune_idle',
     'redact_url',
     'summarize_conversations',
 )

@@ -172,13 +172,18 @@ async def _reindex_scope(cur: AsyncCursor[TupleRow], db: PostgresConnector, conv
     await cur.execute(db.sql(BUMP_GENERATION), {'generation': uuid.uuid4().hex})
 
 
-async def scrub(db: PostgresConnector) -> ScrubReport:
-    """`VACUUM FULL` the tables a delete touches (see the module docstring), outside any transaction."""
+async def scrub(db: PostgresConnector, tables: tuple[LiteralString, ...] = SCRUBBED_TABLES) -> ScrubReport:
+    """`VACUUM FULL` the tables a delete touches (see the module docstring), outside any transaction.
+
+    Args:
+        db: The store's connector.
+        tables: The placeholders (`messages`, ...) of the tables to rewrite; a conversation store passes its own.
+    """
     import psycopg
 
     try:
         async with db.read() as cur:
-            for table in SCRUBBED_TABLES:
+            for table in tables:
                 await cur.execute(db.sql('VACUUM FULL {' + table + '}'))
     except psycopg.errors.ActiveSqlTransaction as error:
         return ScrubReport(

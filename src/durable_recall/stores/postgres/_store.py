@@ -25,8 +25,11 @@ from .._snapshot_rows import (
     decode_snapshots,
     log_span,
 )
-from . import _erase
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
+from ._erase import delete_run as _erase_delete_run
+from ._erase import delete_runs_of as _erase_delete_runs_of
+from ._erase import idle_conversations as _erase_idle_conversations
+from ._erase import scrub as _erase_scrub
 from ._index import PostgresIndex
 from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
 from ._vectors import PostgresVectors
@@ -290,26 +293,26 @@ class PostgresStepStore:
             # The index lock first, so that no catch-up of the conversation interleaves (see
             # `_index`); then runs: deleting a run's row waits for any save holding it,
             # and each later statement reads afresh, so that save's messages are deleted too.
-            deleted = await _erase.delete_runs_of(cur, self._db, conversation_id, None)
+            deleted = await _erase_delete_runs_of(cur, self._db, conversation_id, None)
         assert deleted is not None, 'a delete without a time bound always deletes'
         return deleted
 
     async def delete_run(self, run_id: str) -> bool:
         """Delete one run (see `ErasableStore`); its conversation is re-indexed without it on the next search."""
         async with self._transaction() as cur:
-            return await _erase.delete_run(cur, self._db, run_id)
+            return await _erase_delete_run(cur, self._db, run_id)
 
     async def idle_conversations(self, before: datetime) -> list[IdleConversation]:
         """Conversations with no run started or snapshot saved since `before`, oldest first (see `ErasableStore`)."""
         async with self._read() as cur:
-            found = await _erase.idle_conversations(cur, self._db, before)
+            found = await _erase_idle_conversations(cur, self._db, before)
         return [IdleConversation(conversation_id=key, last_activity=last.astimezone(UTC)) for key, last in found]
 
     async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
         """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
         try:
             async with self._transaction() as cur:
-                deleted = await _erase.delete_runs_of(cur, self._db, conversation_id, before)
+                deleted = await _erase_delete_runs_of(cur, self._db, conversation_id, before)
                 if deleted is None:
                     raise _StillActive
         except _StillActive:
@@ -318,7 +321,7 @@ class PostgresStepStore:
 
     async def scrub(self) -> ScrubReport:
         """`VACUUM FULL` the tables deletes touch (exclusive locks while each is rewritten): see `_erase.scrub`."""
-        return await _erase.scrub(self._db)
+        return await _erase_scrub(self._db)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         if not seqs:

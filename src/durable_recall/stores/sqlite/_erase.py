@@ -29,7 +29,14 @@ from ._index_writer import SCOPE_KEY, bump_generation
 from ._reads import logs
 from ._vectors import forget_vectors
 
-__all__ = ('delete_conversation', 'delete_idle_conversation', 'delete_run', 'idle_conversations', 'scrub')
+__all__ = (
+    'delete_conversation',
+    'delete_idle_conversation',
+    'delete_run',
+    'idle_conversations',
+    'scrub',
+    'secure_delete',
+)
 
 _T = TypeVar('_T')
 

@@ -38,8 +38,13 @@ from .._snapshot_rows import (
     decode_snapshots,
 )
 from .._summaries import summarize_conversations
-from . import _erase, _reads, _writes
+from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
+from ._erase import delete_conversation as _erase_delete_conversation
+from ._erase import delete_idle_conversation as _erase_delete_idle_conversation
+from ._erase import delete_run as _erase_delete_run
+from ._erase import idle_conversations as _erase_idle_conversations
+from ._erase import scrub as _erase_scrub
 from ._index import SqliteIndex
 from ._vectors import SqliteVectors
 
@@ -206,25 +211,25 @@ class SqliteStepStore:
 
     async def delete_conversation(self, conversation_id: str) -> int:
         """Delete the conversation's runs and all they hold, zeroing the deleted bytes (`scrub` empties the log)."""
-        return await self._db.call(lambda conn: _erase.delete_conversation(conn, conversation_id))
+        return await self._db.call(lambda conn: _erase_delete_conversation(conn, conversation_id))
 
     async def delete_run(self, run_id: str) -> bool:
         """Delete one run (see `ErasableStore`); its conversation is re-indexed without it on the next search."""
-        return await self._db.call(lambda conn: _erase.delete_run(conn, run_id))
+        return await self._db.call(lambda conn: _erase_delete_run(conn, run_id))
 
     async def idle_conversations(self, before: datetime) -> list[IdleConversation]:
         """Conversations with no run started or snapshot saved since `before`, oldest first (see `ErasableStore`)."""
-        found = await self._db.call(lambda conn: _erase.idle_conversations(conn, to_micros(before)))
+        found = await self._db.call(lambda conn: _erase_idle_conversations(conn, to_micros(before)))
         return [IdleConversation(conversation_id=key, last_activity=from_micros(last)) for key, last in found]
 
     async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
         """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
         cutoff = to_micros(before)
-        return await self._db.call(lambda conn: _erase.delete_idle_conversation(conn, conversation_id, cutoff))
+        return await self._db.call(lambda conn: _erase_delete_idle_conversation(conn, conversation_id, cutoff))
 
     async def scrub(self) -> ScrubReport:
         """Empty the write-ahead log (and vacuum free pages a file without auto-vacuum keeps): see `_erase.scrub`."""
-        return await self._db.call(_erase.scrub)
+        return await self._db.call(_erase_scrub)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         wanted = sorted(set(seqs))
