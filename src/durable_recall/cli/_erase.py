@@ -53,6 +53,15 @@ def _confirmed(args: argparse.Namespace, err: TextIO) -> bool:
     return False
 
 
+def _age(age: timedelta) -> str:
+    """`90d`, `12h`, ...: the age as the command line takes it."""
+    seconds = int(age.total_seconds())
+    for unit, size in (('w', 604800), ('d', 86400), ('h', 3600), ('m', 60)):
+        if seconds % size == 0:
+            return f'{seconds // size}{unit}'
+    return f'{seconds}s'
+
+
 def _report(scrub: ScrubReport | None, out: TextIO, err: TextIO) -> int:
     if scrub is None:
         return 0
@@ -111,7 +120,9 @@ async def _prune(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err
     names = [f'{c.conversation_id} (last active {c.last_activity:%Y-%m-%d %H:%M} UTC)' for c in found.conversations]
     if args.dry_run or not found.conversations:
         return _prune_listing(opened.label, names, args, out)
-    err.write(f'{opened.label}: will delete {len(names)} conversation(s) idle for {idle_for}: {", ".join(names)}\n')
+    err.write(
+        f'{opened.label}: will delete {len(names)} conversation(s) idle for {_age(idle_for)}: {", ".join(names)}\n'
+    )
     if not _confirmed(args, err):
         return 1
     pruned = await prune_idle(opened.store, idle_for=idle_for)
@@ -133,7 +144,7 @@ def _prune_listing(label: str, names: list[str], args: argparse.Namespace, out: 
     elif names:
         out.write(f'{label}: would delete {len(names)} conversation(s):\n' + ''.join(f'  {name}\n' for name in names))
     else:
-        out.write(f'{label}: no conversation idle for {timedelta(seconds=args.idle_for)}\n')
+        out.write(f'{label}: no conversation idle for {_age(timedelta(seconds=args.idle_for))}\n')
     return 0
 
 
@@ -167,10 +178,12 @@ async def _prune_records(opened: OpenedConversations, args: argparse.Namespace, 
     names = [f'{r.conversation_id} (last saved {r.updated_at:%Y-%m-%d %H:%M} UTC)' for r in idle]
     if args.dry_run or not idle:
         return _prune_listing(opened.label, names, args, out)
-    err.write(f'{opened.label}: will delete {len(names)} conversation(s) idle for {idle_for}: {", ".join(names)}\n')
+    err.write(
+        f'{opened.label}: will delete {len(names)} conversation(s) idle for {_age(idle_for)}: {", ".join(names)}\n'
+    )
     if not _confirmed(args, err):
         return 1
-    from ..conversations import ConversationConflict  # pydantic-ai-slim>=2.68: only a conversation store needs it
+    from pydantic_ai.conversation_store import ConversationConflict  # >=2.68, as every conversation store
 
     deleted: list[str] = []
     kept: list[str] = []
