@@ -44,7 +44,7 @@ __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
 
 
 _LISTINGS: LiteralString = (
-    'SELECT s.run_id, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size FROM {snapshots} AS s'
+    'SELECT s.run_id, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size, s.checksum FROM {snapshots} AS s'
     ' JOIN unnest(%s::text[], %s::bigint[]) AS w (wanted, seen) ON s.run_id = w.wanted AND s.idx > w.seen'
     ' ORDER BY s.run_id, s.idx'
 )

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ...base import RunRecord, RunRegistration, SnapshotDelta, StoredBody, to_micros
-from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
+from .._batch_write import BaseLog, BatchWrite, RunTip, StoredSnapshot, base_entries_at, unregistered_run
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
+from .._snapshot_sum import snapshot_checksum
 from ._connection import transaction
 from ._index import mark_pending
 from ._reads import RUN_COLUMNS, SNAPSHOT_COLUMNS, owned_entries
@@ -137,9 +138,16 @@ def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
         [(ref.run_id, ref.seq, ref.count, ref.ref_run_id, ref.ref_seq) for ref in refs],
     )
     conn.executemany(
-        f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        [(s.run_id, s.index, s.step_index, s.state, to_micros(s.saved_at), s.ranges, s.size) for s in snapshots],
+        f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        [
+            (s.run_id, s.index, s.step_index, s.state, to_micros(s.saved_at), s.ranges, s.size, _checksum(s))
+            for s in snapshots
+        ],
     )
+
+
+def _checksum(s: StoredSnapshot) -> str:
+    return snapshot_checksum(s.run_id, s.index, s.state, s.ranges, s.size)
 
 
 def _base_log(conn: sqlite3.Connection, run_id: str, index: int | None, conversation_id: str | None) -> BaseLog | None:
