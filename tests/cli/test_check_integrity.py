@@ -47,3 +47,33 @@ def test_check_names_a_reordered_snapshot(tmp_path: Path, capsys: pytest.Capture
 
     assert run.status == 1
     assert 'run r snapshot 1: the snapshot row does not match its checksum' in run.out
+
+
+@pytest.mark.parametrize(
+    ('tamper', 'named'),
+    [
+        (
+            "INSERT INTO dr_pending (conversation_id, run_id, upto) VALUES ('c', 'gone', 3)",
+            "run gone: a pending mark (conversation 'c') names a run the store does not hold",
+        ),
+        (
+            "UPDATE dr_pending SET conversation_id = 'elsewhere' WHERE run_id = 'r'",
+            "run r: its pending mark is filed under conversation 'elsewhere', but the run belongs to 'c'",
+        ),
+        (
+            "UPDATE dr_pending SET upto = 7 WHERE run_id = 'r'",
+            'run r: its pending mark says snapshots up to 7 were saved, but the last one stored is 1',
+        ),
+    ],
+)
+def test_check_covers_pending_runs(tamper: str, named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_store(tmp_path)  # never searched: run r is pending
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute('SELECT conversation_id, run_id, upto FROM dr_pending').fetchall() == [('c', 'r', 1)]
+    assert run_cli(capsys, ['check', '--store', str(path)]).status == 0
+    sql(path, tamper)
+
+    run = run_cli(capsys, ['check', '--store', str(path)])
+
+    assert run.status == 1
+    assert named in run.out

@@ -24,6 +24,7 @@ from durable_recall.stores import (
     erase_conversation,
     erase_run,
 )
+from durable_recall.stores._pending import PendingMarks, mark_problems
 from tests._services.stores import StoreKit
 from tests.search._stub import context
 from tests.stores import test_postgres_restart
@@ -233,3 +234,18 @@ async def test_after_scrub_no_postgres_relation_file_holds_the_erased_text(priva
         assert 'giraffes' in await search(store, 'giraffes', 'other')
     finally:
         await store.aclose()
+
+
+async def test_no_pending_mark_outlives_an_erased_run_or_conversation(sql_kit: StoreKit) -> None:
+    store = sql_kit.store
+    assert isinstance(store, PendingMarks)
+    await write_secret(store, 'secret', 'run-secret')
+    await write_plain(store, 'other', 'run-a')
+    await write_plain(store, 'other', 'run-b')
+    assert {mark.run_id for mark in await store.pending_marks()} == {'run-secret', 'run-a', 'run-b'}
+
+    await erase_run(store, 'run-a')
+    await erase_conversation(store, 'secret')
+
+    marks = await store.pending_marks()
+    assert [(mark.run_id, mark_problems(mark)) for mark in marks] == [('run-b', None)]

@@ -12,6 +12,7 @@ from ...base import CorruptSnapshotError, PersistBatch, RunRecord, RunRegistrati
 from .._batch_write import encode_deltas
 from .._erasure import IdleConversation, ScrubReport
 from .._log_refs import spans
+from .._pending import PendingMark
 from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
 from .._snapshot_rows import (
@@ -358,6 +359,18 @@ class PostgresStepStore:
                 cur, self._db, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)]
             )
         return {run_id: decode_log_bodies(run_id, log) for run_id, log in found.items()}
+
+    async def pending_marks(self) -> list[PendingMark]:
+        """Every pending row as stored, with its run's conversation and last snapshot (`PendingMarks`)."""
+        async with self._read() as cur:
+            await cur.execute(
+                self._sql(
+                    'SELECT p.conversation_id, p.run_id, p.upto, r.run_id IS NOT NULL, r.conversation_id,'
+                    ' (SELECT MAX(s.idx) FROM {snapshots} AS s WHERE s.run_id = p.run_id)'
+                    ' FROM {pending} AS p LEFT JOIN {runs} AS r ON r.run_id = p.run_id ORDER BY p.run_id'
+                )
+            )
+            return [PendingMark(*row) for row in await cur.fetchall()]
 
     def index_storage(self) -> PostgresIndex:
         return self._index

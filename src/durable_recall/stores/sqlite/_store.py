@@ -26,6 +26,7 @@ from ...base import (
 from .._batch_write import encode_deltas
 from .._erasure import IdleConversation, ScrubReport
 from .._log_refs import spans
+from .._pending import PendingMark
 from .._protocol import ConversationSummary
 from .._run_rows import run_record
 from .._snapshot_rows import (
@@ -285,6 +286,11 @@ class SqliteStepStore:
         """
         return await self._db.call(_reads.unowned_log_rows)
 
+    async def pending_marks(self) -> list[PendingMark]:
+        """Every pending row as stored, with its run's conversation and last snapshot (`PendingMarks`)."""
+        rows = await self._db.call(lambda conn: conn.execute(_PENDING_MARKS).fetchall())
+        return [PendingMark(row[0], row[1], row[2], bool(row[3]), row[4], row[5]) for row in rows]
+
     def index_storage(self) -> SqliteIndex:
         return self._index
 
@@ -296,6 +302,12 @@ class SqliteStepStore:
         """Close the connection; a later call on the store opens a new one."""
         await self._db.close()
 
+
+_PENDING_MARKS = (
+    'SELECT p.conversation_id, p.run_id, p.upto, r.run_id IS NOT NULL, r.conversation_id,'
+    ' (SELECT MAX(s.idx) FROM dr_snapshots AS s WHERE s.run_id = p.run_id)'
+    ' FROM dr_pending AS p LEFT JOIN dr_runs AS r ON r.run_id = p.run_id ORDER BY p.run_id'
+)
 
 _NOT_UTF8 = 'Could not decode to UTF-8'
 """How Python's sqlite3 refuses a TEXT value that is not UTF-8 (it raises before any decoder sees it)."""
