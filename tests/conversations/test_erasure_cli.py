@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -12,10 +14,13 @@ import pytest
 from pydantic_ai.conversation import Conversation
 
 from durable_recall import SqliteConversationStore
+from durable_recall.conversations import ConversationRecord, prune_idle_records
 
 from ..cli._support import run_cli
 from ..stores.test_erasure import file_bytes
 from ._helpers import echo_agent
+
+pytestmark = pytest.mark.anyio
 
 SECRET = 'Okapiwombatsecret'
 
@@ -71,3 +76,35 @@ def test_prune_deletes_records_saved_before_the_age(tmp_path: Path, capsys: pyte
     assert pruned.status == 0, pruned.err
     assert records(path) == ['other']
     assert SECRET.lower().encode() not in file_bytes(path)
+
+
+class SavedDuringListing(SqliteConversationStore):
+    """A store on which a writer saves `secret` right after a listing reads its record."""
+
+    async def read_records(self, *, scope: str | None = None, limit: int | None = None) -> Sequence[ConversationRecord]:
+        found = await super().read_records(scope=scope, limit=limit)
+        conversation = await self.load('secret')
+        assert conversation is not None
+        await self.save(await echo_agent().run('one more thing', conversation=conversation))
+        return found
+
+
+async def test_prune_idle_records_keeps_a_record_saved_after_the_listing(tmp_path: Path) -> None:
+    path = await anyio.to_thread.run_sync(make_store, tmp_path)
+    later = datetime.now(UTC) + timedelta(days=100)
+    store = SqliteConversationStore(path)
+    try:
+        dry = await prune_idle_records(store, idle_for=timedelta(days=90), now=later, dry_run=True)
+        assert sorted(c.conversation_id for c in dry.conversations) == ['other', 'secret']
+        assert sorted(records(path)) == ['other', 'secret']
+    finally:
+        await store.aclose()
+
+    racing = SavedDuringListing(path)
+    try:
+        pruned = await prune_idle_records(racing, idle_for=timedelta(days=90), now=later)
+    finally:
+        await racing.aclose()
+    assert pruned.deleted == {'other': 1} and pruned.kept == ('secret',)
+    assert pruned.scrub is not None and pruned.scrub.complete
+    assert records(path) == ['secret']

@@ -18,13 +18,14 @@ from durable_recall.search import SearchRequest
 from durable_recall.stores import (
     ErasableStore,
     InMemoryStepStore,
+    PendingMarks,
     PostgresStepStore,
     SqliteStepStore,
     StepStore,
     erase_conversation,
     erase_run,
+    pending_mark_problem,
 )
-from durable_recall.stores._pending import PendingMarks, mark_problems
 from tests._services.stores import StoreKit
 from tests.search._stub import context
 from tests.stores import test_postgres_restart
@@ -248,4 +249,4 @@ async def test_no_pending_mark_outlives_an_erased_run_or_conversation(sql_kit: S
     await erase_conversation(store, 'secret')
 
     marks = await store.pending_marks()
-    assert [(mark.run_id, mark_problems(mark)) for mark in marks] == [('run-b', None)]
+    assert [(mark.run_id, pending_mark_problem(mark)) for mark in marks] == [('run-b', None)]

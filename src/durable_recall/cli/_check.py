@@ -31,8 +31,7 @@ from typing import Any, TextIO
 
 from ..base import CorruptRunError, CorruptSnapshotError, RunRecord
 from ..index import Indexer, SnapshotFeed
-from ..stores import SqliteStepStore, StepStore
-from ..stores._pending import PendingMarks, mark_problems
+from ..stores import PendingMarks, SqliteStepStore, StepStore, pending_mark_problem
 from ._check_index import check_index
 from ._check_report import Report
 from ._output import Progress, write_json
@@ -115,7 +114,7 @@ async def _check_pending(store: StepStore, report: Report) -> None:
     """Name pending marks that no catch-up would clear (`stores._pending`); their runs' snapshots are read anyway."""
     if isinstance(store, PendingMarks):
         for mark in await store.pending_marks():
-            problem = mark_problems(mark)
+            problem = pending_mark_problem(mark)
             if problem is not None:
                 report.add(mark.run_id, None, problem)
 

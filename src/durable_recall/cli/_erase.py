@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TextIO
 
 from ..stores import ErasableStore, ScrubReport, erase_conversation, erase_run, prune_idle
@@ -172,33 +172,25 @@ async def _delete_record(opened: OpenedConversations, args: argparse.Namespace, 
 
 
 async def _prune_records(opened: OpenedConversations, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..conversations import prune_idle_records  # pydantic-ai-slim>=2.68, as every conversation store
+
     idle_for = timedelta(seconds=args.idle_for)
-    cutoff = datetime.now(UTC) - idle_for
-    idle = [record for record in await opened.store.read_records() if record.updated_at < cutoff]
-    names = [f'{r.conversation_id} (last saved {r.updated_at:%Y-%m-%d %H:%M} UTC)' for r in idle]
-    if args.dry_run or not idle:
+    found = await prune_idle_records(opened.store, idle_for=idle_for, dry_run=True)
+    names = [f'{c.conversation_id} (last saved {c.last_activity:%Y-%m-%d %H:%M} UTC)' for c in found.conversations]
+    if args.dry_run or not names:
         return _prune_listing(opened.label, names, args, out)
     err.write(
         f'{opened.label}: will delete {len(names)} conversation(s) idle for {_age(idle_for)}: {", ".join(names)}\n'
     )
     if not _confirmed(args, err):
         return 1
-    from pydantic_ai.conversation_store import ConversationConflict  # >=2.68, as every conversation store
-
-    deleted: list[str] = []
-    kept: list[str] = []
-    for record in idle:
-        try:  # the revision read above: a save since then changes it, and the record is kept
-            await opened.store.delete_record(record.conversation_id, expected_revision=record.revision)
-        except ConversationConflict:
-            kept.append(record.conversation_id)
-        else:
-            deleted.append(record.conversation_id)
-    scrub = await opened.store.scrub() if deleted else None
+    pruned = await prune_idle_records(opened.store, idle_for=idle_for)
     if args.json:
-        write_json({'deleted': deleted, 'kept_active': kept, 'scrub': _scrub_json(scrub)}, out)
-        return 0 if scrub is None or scrub.complete else 1
-    out.write(f'{opened.label}: deleted {len(deleted)} conversation(s)\n')
-    if kept:
-        out.write(f'kept (saved again since the listing): {", ".join(kept)}\n')
-    return _report(scrub, out, err)
+        write_json(
+            {'deleted': list(pruned.deleted), 'kept_active': list(pruned.kept), 'scrub': _scrub_json(pruned.scrub)}, out
+        )
+        return 0 if pruned.scrub is None or pruned.scrub.complete else 1
+    out.write(f'{opened.label}: deleted {len(pruned.deleted)} conversation(s)\n')
+    if pruned.kept:
+        out.write(f'kept (saved again since the listing): {", ".join(pruned.kept)}\n')
+    return _report(pruned.scrub, out, err)

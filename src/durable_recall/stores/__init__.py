@@ -20,6 +20,7 @@ from ._erasure import (
     erase_run,
     prune_idle,
 )
+from ._pending import PendingMark, PendingMarks, pending_mark_problem
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
 from ._url import open_spec_store, open_store, redact_url
@@ -39,6 +40,8 @@ __all__ = (
     'InMemoryStepStore',
     'LogBodies',
     'MemoryIndex',
+    'PendingMark',
+    'PendingMarks',
     'PostgresStepStore',
     'Pruned',
     'ScrubReport',
@@ -48,6 +51,7 @@ __all__ = (
     'erase_run',
     'open_spec_store',
     'open_store',
+    'pending_mark_problem',
     'prune_idle',
     'redact_url',
     'summarize_conversations',

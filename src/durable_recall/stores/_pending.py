@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ('PendingMark', 'PendingMarks', 'mark_problems')
+__all__ = ('PendingMark', 'PendingMarks', 'pending_mark_problem')
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class PendingMarks(Protocol):
         ...
 
 
-def mark_problems(mark: PendingMark) -> str | None:
+def pending_mark_problem(mark: PendingMark) -> str | None:
     """What is wrong with a pending mark, or `None`."""
     if not mark.run_found:
         return f'a pending mark (conversation {mark.conversation_id!r}) names a run the store does not hold'
