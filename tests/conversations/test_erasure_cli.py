@@ -13,11 +13,14 @@ import anyio
 import pytest
 from pydantic_ai.conversation import Conversation
 
-from durable_recall import SqliteConversationStore
-from durable_recall.conversations import ConversationRecord, prune_idle_records
+from durable_recall import ConversationSearch, PostgresConversationStore, SqliteConversationStore
+from durable_recall.conversations import ConversationRecord, ConversationStoreSource, prune_idle_records
+from durable_recall.search import SearchRequest
 
 from ..cli._support import run_cli
-from ..stores.test_erasure import file_bytes
+from ..search._stub import context
+from ..stores import test_postgres_restart
+from ..stores.test_erasure import file_bytes, holding, relation_files
 from ._helpers import echo_agent
 
 pytestmark = pytest.mark.anyio
@@ -108,3 +111,34 @@ async def test_prune_idle_records_keeps_a_record_saved_after_the_listing(tmp_pat
     assert pruned.deleted == {'other': 1} and pruned.kept == ('secret',)
     assert pruned.scrub is not None and pruned.scrub.complete
     assert records(path) == ['secret']
+
+
+private_server = test_postgres_restart.private_server
+"""A throwaway cluster whose data directory this test may read."""
+
+
+@pytest.mark.postgres
+async def test_after_scrub_no_postgres_relation_file_holds_an_erased_conversation(
+    private_server: test_postgres_restart.PrivateServer,
+) -> None:
+    store = PostgresConversationStore(private_server.url)
+    token = SECRET.lower().encode()
+    agent = echo_agent()
+    try:
+        for conversation_id, prompt in (('secret', f'the code word is {SECRET}'), ('other', 'hello giraffe')):
+            await store.save(await agent.run(prompt, conversation=Conversation(conversation_id=conversation_id)))
+        engine = ConversationSearch(ConversationStoreSource(store), scope='all')
+        assert SECRET in await engine.search(context(conversation_id=None), SearchRequest(query=SECRET))  # indexed
+        found = holding(await relation_files(private_server.url, private_server.data), token)
+        assert found
+
+        record = await store.read_record('secret')
+        assert record is not None
+        await store.delete_record('secret', expected_revision=record.revision)
+        report = await store.scrub()
+
+        assert report.complete, report
+        assert holding(await relation_files(private_server.url, private_server.data), token) == []
+        assert await store.read_record('other') is not None
+    finally:
+        await store.aclose()

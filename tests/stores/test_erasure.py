@@ -195,7 +195,7 @@ async def test_the_sql_stores_are_erasable(sql_kit: StoreKit) -> None:
     assert not isinstance(InMemoryStepStore(), ErasableStore)
 
 
-async def _relation_files(store: PostgresStepStore, url: str, data: Path) -> list[Path]:
+async def relation_files(url: str, data: Path) -> list[Path]:
     """Every file of the step store's tables, their TOAST tables and all their indexes."""
     import psycopg
 
@@ -213,7 +213,7 @@ async def _relation_files(store: PostgresStepStore, url: str, data: Path) -> lis
     return paths
 
 
-def _holding(paths: list[Path], token: bytes) -> list[Path]:
+def holding(paths: list[Path], token: bytes) -> list[Path]:
     return [path for path in paths if token in path.read_bytes().lower()]
 
 
@@ -225,13 +225,13 @@ async def test_after_scrub_no_postgres_relation_file_holds_the_erased_text(priva
         await write_secret(store, 'secret', 'run-secret')
         await write_plain(store, 'other', 'run-other')
         await update_index(store)
-        holding = _holding(await _relation_files(store, private_server.url, private_server.data), token)
-        assert holding  # the test can fail: the text is in the tables' files
+        found = holding(await relation_files(private_server.url, private_server.data), token)
+        assert found  # the test can fail: the text is in the tables' files
 
         erased = await erase_conversation(store, 'secret')
 
         assert erased.scrub is not None and erased.scrub.complete
-        assert _holding(await _relation_files(store, private_server.url, private_server.data), token) == []
+        assert holding(await relation_files(private_server.url, private_server.data), token) == []
         assert 'giraffes' in await search(store, 'giraffes', 'other')
     finally:
         await store.aclose()

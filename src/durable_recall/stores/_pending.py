@@ -56,6 +56,8 @@ def pending_mark_problem(mark: PendingMark) -> str | None:
         )
     if mark.last_snapshot is None:
         return 'it is marked pending, but has no snapshots'
+    if type(mark.upto) is not int:  # SQLite keeps whatever type a damaged file holds (its type scan names it)
+        return f'its pending mark records a {type(mark.upto).__name__} where a snapshot index belongs'
     if mark.upto > mark.last_snapshot:
         return (
             f'its pending mark says snapshots up to {mark.upto} were saved, but the last one stored is '

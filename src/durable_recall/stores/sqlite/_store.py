@@ -305,7 +305,7 @@ class SqliteStepStore:
 
 _PENDING_MARKS = (
     'SELECT p.conversation_id, p.run_id, p.upto, r.run_id IS NOT NULL, r.conversation_id,'
-    ' (SELECT MAX(s.idx) FROM dr_snapshots AS s WHERE s.run_id = p.run_id)'
+    " (SELECT MAX(s.idx) FROM dr_snapshots AS s WHERE s.run_id = p.run_id AND typeof(s.idx) = 'integer')"
     ' FROM dr_pending AS p LEFT JOIN dr_runs AS r ON r.run_id = p.run_id ORDER BY p.run_id'
 )
 
