@@ -339,7 +339,7 @@ MISSED_BECAUSE = {
     'rewritten as words join them, which leaves dead row versions until a vacuum reuses their space); every run '
     'also pays its run, snapshot and index rows, and on Postgres each row a 24-byte tuple header and a B-tree entry',
 }
-"""Why each target is missed where it is, printed under the table (the README says more)."""
+"""Why each target is missed where it is, printed under the table (docs/performance.md says more)."""
 
 
 def describe_rest(report: Report) -> str:

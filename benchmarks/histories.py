@@ -45,19 +45,11 @@ from benchmarks._script import (
     response_for,
     scripted_agent_parts,
 )
-from durable_recall import (
-    PersistBatch,
-    RunRegistration,
-    SlidingWindowCompaction,
-    SnapshotDelta,
-    SnapshotHistorySource,
-    StepPersistence,
-    StepStore,
-)
+from durable_recall import SlidingWindowCompaction, SnapshotHistorySource, StepPersistence, StepStore
 from durable_recall.base._codec import dump_messages
 from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history, is_identity
-from durable_recall.stores import BatchSaver
+from durable_recall.stores import BatchSaver, PersistBatch, RunRegistration, SnapshotDelta
 
 __all__ = (
     'AGENT_NAME',

@@ -1,4 +1,4 @@
-"""Every performance target of the README in one command: small (with the reference), large, and chat.
+"""Every performance target (docs/performance.md) in one command: small (with the reference), large, and chat.
 
 Run from the repo root: `python -m benchmarks.suite [--postgres URL] [--large large|medium]
 [--markdown PATH]`. It runs, one after the other in this process, the long-runs workload at
@@ -8,7 +8,7 @@ million messages; `--large medium` measures the same conversation beside one oth
 in a fraction of the time), and the chat workload at `small` (3,000 exchanges), each on SQLite
 and, with `--postgres`, on Postgres. Each prints its own report as it finishes (`benchmarks.run`
 prints the same); then a summary gives every target's verdict per workload, met or missed with
-the measured figure, and `--markdown` writes all of it as the README's "Measured figures" tables,
+the measured figure, and `--markdown` writes all of it as the tables of docs/performance.md,
 so that every figure there comes from one run of the final code.
 """
 
@@ -93,7 +93,7 @@ def _title(report: Report) -> str:
 
 
 def markdown(reports: list[Report], elapsed: float, command: str) -> str:
-    """The README's tables: the summary of verdicts, then each run's table and why its misses are missed."""
+    """docs/performance.md's tables: the verdicts, then each run's table and why its misses are missed."""
     when = datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')
     load = ', '.join(f'{value:.1f}' for value in os.getloadavg())
     out = [
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
         default='large',
         help='the 100,000-message conversation in a store of a million (large) or of 200,000 (medium)',
     )
-    parser.add_argument('--markdown', metavar='PATH', help='write the tables as markdown (the README section)')
+    parser.add_argument('--markdown', metavar='PATH', help='write the tables as markdown (docs/performance.md)')
     parser.add_argument(
         '--tiny', action='store_true', help='every workload at its tiny size, without the reference (a smoke test)'
     )

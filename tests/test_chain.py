@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from durable_recall import SnapshotChainError, SnapshotDelta
+from durable_recall.errors import SnapshotChainError
+from durable_recall.stores import SnapshotDelta
 from durable_recall.stores._chain import Inherited, base_entries, resolve_delta
 
 

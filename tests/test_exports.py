@@ -19,44 +19,143 @@ def test_version_is_the_package_metadata() -> None:
 
 def test_all_is_pinned() -> None:
     assert sorted(durable_recall.__all__) == [
-        'ConversationSaved',
         'ConversationSearch',
         'ConversationStoreSource',
+        'DurableRecallError',
+        'HistorySource',
+        'InMemoryStepStore',
+        'PostgresConversationStore',
+        'PostgresStepStore',
+        'SlidingWindowCompaction',
+        'SnapshotHistorySource',
+        'SqliteConversationStore',
+        'SqliteStepStore',
+        'StepPersistence',
+        'StepStore',
+        'ToolResultClearing',
+        'open_store',
+        'update_index',
+    ]
+
+
+def test_errors_are_pinned() -> None:
+    from durable_recall import errors
+
+    assert sorted(errors.__all__) == [
+        'CorruptConversationError',
+        'CorruptRunError',
+        'CorruptSnapshotError',
+        'DurableRecallDeprecationWarning',
+        'DurableRecallError',
+        'PydanticAIVersionError',
+        'RunIdConflictError',
+        'SnapshotChainError',
+        'StoreConfigurationError',
+        'StoreUnavailableError',
+        'WorkflowCodeIOError',
+    ]
+
+
+def test_errors_are_the_layers_own_classes() -> None:
+    from durable_recall import base, errors
+
+    for name in errors.__all__:
+        if name == 'CorruptConversationError':
+            continue  # loads with the conversation stores (pydantic-ai-slim>=2.68): the next test
+        assert getattr(errors, name) is getattr(base, name), name
+        assert issubclass(getattr(errors, name), Warning if name.endswith('Warning') else errors.DurableRecallError)
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchError'"):
+        errors.NoSuchError  # noqa: B018
+
+
+@pytest.mark.conversation_store  # CorruptConversationError needs pydantic-ai-slim>=2.68 (tests/test_compat.py)
+def test_the_conversation_error_is_the_layer_s_own() -> None:
+    from durable_recall import conversations, errors
+
+    assert errors.CorruptConversationError is conversations.CorruptConversationError
+    assert issubclass(errors.CorruptConversationError, errors.DurableRecallError)
+
+
+def test_importing_errors_loads_no_layer() -> None:
+    code = (
+        'import sys, durable_recall.errors; '
+        'print(sorted(m for m in sys.modules if m.startswith(("durable_recall.", "pydantic_ai"))))'
+    )
+    assert _fresh(code) == "['durable_recall.errors']"
+
+
+def test_records_are_exported_by_the_stores() -> None:
+    from durable_recall import base, stores
+
+    for name in (
+        'PersistBatch',
+        'RunRecord',
+        'RunRegistration',
+        'Segment',
+        'Snapshot',
+        'SnapshotDelta',
+        'SnapshotState',
+    ):
+        assert name in stores.__all__, name
+        assert getattr(stores, name) is getattr(base, name), name
+
+
+def test_moved_names_warn_with_their_new_home() -> None:
+    from durable_recall.errors import DurableRecallDeprecationWarning
+
+    assert durable_recall._MOVED  # pinned: each name the top level exported before 0.2.0
+    assert sorted(durable_recall._MOVED) == [
+        'ConversationSaved',
         'CorruptConversationError',
         'CorruptRunError',
         'CorruptSnapshotError',
         'DurableConversationStore',
         'DurableRecallDeprecationWarning',
-        'DurableRecallError',
-        'HistorySource',
-        'InMemoryStepStore',
         'PersistBatch',
-        'PostgresConversationStore',
-        'PostgresStepStore',
         'RunHistory',
         'RunIdConflictError',
         'RunRecord',
         'RunRegistration',
         'SearchScope',
         'Segment',
-        'SlidingWindowCompaction',
         'Snapshot',
         'SnapshotChainError',
         'SnapshotDelta',
-        'SnapshotHistorySource',
         'SnapshotState',
-        'SqliteConversationStore',
-        'SqliteStepStore',
-        'StepPersistence',
-        'StepStore',
         'StoreConfigurationError',
         'StoreUnavailableError',
-        'ToolResultClearing',
         'WorkflowCodeIOError',
         'idempotent_save',
-        'open_store',
-        'update_index',
     ]
+    for name, home in durable_recall._MOVED.items():
+        if home == 'conversations' or name == 'CorruptConversationError':
+            continue  # need pydantic-ai-slim>=2.68: the next test
+        module = importlib.import_module(f'durable_recall.{home}')
+        with pytest.warns(DurableRecallDeprecationWarning, match=rf'durable_recall\.{home}\.{name}`') as caught:
+            value = getattr(durable_recall, name)
+        assert value is getattr(module, name)
+        assert caught[0].filename == __file__  # the warning points at the caller's line
+        assert name not in durable_recall.__all__ and name not in dir(durable_recall)
+
+
+@pytest.mark.conversation_store  # the conversation names need pydantic-ai-slim>=2.68 (tests/test_compat.py)
+def test_moved_conversation_names_warn_with_their_new_home() -> None:
+    from durable_recall import conversations, errors
+
+    for name in ('ConversationSaved', 'DurableConversationStore', 'idempotent_save', 'CorruptConversationError'):
+        home = conversations if name != 'CorruptConversationError' else errors
+        with pytest.warns(errors.DurableRecallDeprecationWarning, match=f'{home.__name__}.{name}'):
+            assert getattr(durable_recall, name) is getattr(home, name)
+
+
+def test_a_moved_name_still_imports_from_the_top_level_with_a_warning() -> None:
+    code = 'import warnings; warnings.simplefilter("error"); from durable_recall import RunRecord'
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert 'DurableRecallDeprecationWarning: `durable_recall.RunRecord` moved to `durable_recall.stores.RunRecord`' in (
+        result.stderr
+    )
+    assert _fresh('from durable_recall import RunRecord; print(RunRecord.__name__)') == 'RunRecord'
 
 
 @pytest.mark.conversation_store  # the conversation names need pydantic-ai-slim>=2.68 (tests/test_compat.py)
@@ -109,8 +208,11 @@ def test_dir_and_unknown_names() -> None:
 
 def test_the_layers_are_still_attributes_of_a_fresh_import() -> None:
     # An eager import used to load these; code that reached `durable_recall.search.X` keeps working.
-    code = 'import durable_recall as d; print(d.search.SearchRequest.__name__, d.text.tokenize.__name__)'
-    assert _fresh(code) == 'SearchRequest tokenize'
+    code = (
+        'import durable_recall as d; '
+        'print(d.search.SearchRequest.__name__, d.text.tokenize.__name__, d.errors.StoreUnavailableError.__name__)'
+    )
+    assert _fresh(code) == 'SearchRequest tokenize StoreUnavailableError'
 
 
 _SANDBOX_PROBE = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import (
     ConversationSearch,
-    RunRegistration,
     SlidingWindowCompaction,
     SnapshotHistorySource,
     StepPersistence,
@@ -22,6 +22,7 @@ from durable_recall import (
 from durable_recall.cli import main
 from durable_recall.cli._agent import build_agent
 from durable_recall.cli._script import DETAIL, prompts, scripted_model
+from durable_recall.stores import RunRegistration
 
 SUPPORT = 'ticket-42'
 """The demo's support conversation: the detail in run 1, compaction, the recall in the last run."""
@@ -40,6 +41,7 @@ __all__ = (
     'OTHER',
     'OTHER_SECRET',
     'SUPPORT',
+    'as_shown_by_cli',
     'CliRun',
     'Populated',
     'populate',
@@ -112,6 +114,29 @@ def populate_sync(store: StepStore) -> Populated:
             await store.aclose()
 
     return asyncio.run(go())
+
+
+_TOOL_HEADER = re.compile(r'(\d+) (?:match|matches) for (.*) in (\d+) persisted messages?:')
+
+
+def as_shown_by_cli(tool_text: str, cli_text: str) -> str:
+    """The tool's answer with its header as the CLI writes it: `N of M matches` (M from the CLI's own header).
+
+    The CLI counts every matching message apart from windows and the budget; the tool's header counts
+    the blocks it shows. Everything after the header is the same text.
+    """
+    head, newline, rest = tool_text.partition('\n')
+    found = _TOOL_HEADER.fullmatch(head)
+    if found is None:
+        return tool_text
+    shown, query, total = found.groups()
+    cli_head = re.fullmatch(
+        rf'{shown} of (\d+) (match|matches) for (.*) in {total} (persisted messages?):', cli_text.partition('\n')[0]
+    )
+    assert cli_head is not None, cli_text.partition('\n')[0]
+    assert cli_head.group(3) == query and int(cli_head.group(1)) >= int(shown)
+    head = f'{shown} of {cli_head.group(1)} {cli_head.group(2)} for {query} in {total} {cli_head.group(4)}:'
+    return head + newline + rest
 
 
 @dataclass(frozen=True)

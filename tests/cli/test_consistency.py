@@ -48,7 +48,28 @@ def test_demo_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     searches = [search for turn in document['turns'] for search in turn['searches']]
     assert all(set(search) == {'arguments', 'answer'} for search in searches)
     assert document['detail'] in document['turns'][-1]['output']
-    assert set(document['turns'][0]) == {'turn', 'run_id', 'engine_id', 'prompt', 'output', 'new_messages', 'searches'}
+    assert set(document['turns'][0]) == {
+        'turn',
+        'run_id',
+        'engine_id',
+        'prompt',
+        'output',
+        'new_messages',
+        'searches',
+        'detail',
+        'compaction',
+        'persisted',
+        'recovered',
+    }
+    # The whole story is in the document: what the text prints for each turn, compaction included.
+    text = run_cli(capsys, ['demo', '--engine', 'none', '--store', str(tmp_path / 't.db')])
+    flat = ' '.join(text.out.split())
+    compactions = [turn['compaction'] for turn in document['turns'] if turn['compaction'] is not None]
+    assert compactions and any('The export path left the context with them.' in line for line in compactions)
+    stories = [*compactions, *(turn['persisted']['text'] for turn in document['turns'])]
+    assert all(' '.join(line.split()) in flat for line in stories)
+    assert document['turns'][0]['detail'] is not None and document['turns'][-1]['recovered'] is not None
+    assert ' '.join(document['result'].split()) in flat
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from durable_recall import PostgresConversationStore, SqliteConversationStore, S
 from durable_recall.conversations import ConversationStoreSource
 
 from ..conversations._helpers import echo_agent
-from ._support import SUPPORT, populate_sync, run_cli
+from ._support import SUPPORT, as_shown_by_cli, populate_sync, run_cli
 from .test_errors import assert_one_line_error
 
 DETAIL = 'the vault key rotates every 17 days via cron-ZEBRA'
@@ -128,19 +130,40 @@ def test_search_answers_as_the_tool_over_the_conversation_store(
         finally:
             await store.aclose()
 
-    assert found.out == asyncio.run(tool_answer()) + '\n'
+    assert found.out == as_shown_by_cli(asyncio.run(tool_answer()), found.out) + '\n'
 
     other = run_cli(capsys, ['search', '--store', str(path), '--conversation', OTHER, 'vault', '--run', branch])
     assert_one_line_error(other, f'belongs to conversation {CONVERSATION!r}, not {OTHER!r}')
 
 
-@pytest.mark.parametrize('command', [['runs', '--all'], ['index', '--all']])
+@pytest.mark.parametrize('command', [['runs', '--all'], ['check']])
 def test_step_store_commands_are_refused(
     conversation_db: tuple[Path, str], command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, _ = conversation_db
     result = run_cli(capsys, [command[0], '--store', str(path), *command[1:]])
     assert_one_line_error(result, 'is a conversation store (drc_* tables)', 'Use `conversations`')
+
+
+def test_index_catches_the_conversation_store_index_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / 'fresh.db'
+    asyncio.run(_write(SqliteConversationStore(path)))
+    before = _index_rows(path)
+    result = run_cli(capsys, ['index', '--store', str(path), '--all'])
+    assert result.status == 0 and result.err == ''
+    assert 'caught the search index of the whole store up' in result.out
+    assert _index_rows(path) > before  # the index lives in the store's database, and now holds the conversation
+    one = run_cli(capsys, ['index', '--store', str(path), '--conversation', CONVERSATION, '--json'])
+    assert one.status == 0 and json.loads(one.out)['unreadable'] == []
+    assert run_cli(capsys, ['index', '--store', str(path), '--conversation', 'nope']).status == 1
+
+
+def _index_rows(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as conn:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        indexes = [name for name in names if name.startswith('drc_') and ('post' in name or 'index' in name)]
+        assert indexes, names
+        return sum(conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] for name in indexes)
 
 
 def test_a_shared_file_reads_as_the_step_store_unless_kind_says(
@@ -186,3 +209,16 @@ def test_a_postgres_conversation_store(
     found = run_cli(capsys, ['search', *store, '--conversation', CONVERSATION, 'vault key ZEBRA'])
     assert found.status == 0 and DETAIL in found.out
     assert run_cli(capsys, ['show', *store, branch]).status == 0
+
+
+def test_run_alone_searches_as_its_conversation(
+    conversation_db: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, branch = conversation_db
+    alone = run_cli(capsys, ['search', '--store', str(path), '--run', branch, 'which simpler', '--json'])
+    assert alone.status == 0, alone.err
+    document = json.loads(alone.out)
+    assert (document['scope'], document['conversation_id']) == ('conversation', CONVERSATION)
+    assert {match['run_id'] for match in document['matches']} == {branch}
+    shown = run_cli(capsys, ['show', '--store', str(path), '--conversation', CONVERSATION])
+    assert shown.status == 0 and DETAIL in shown.out

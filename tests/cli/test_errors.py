@@ -106,10 +106,12 @@ class TestFlags:
         [
             ([], 'the following arguments are required: COMMAND'),
             (['frobnicate'], "invalid choice: 'frobnicate'"),
-            (['conversations'], 'the following arguments are required: --store'),
+            (['conversations'], 'no store: pass --store PATH_OR_URL, or set DURABLE_RECALL_STORE'),
             (['runs', '--store', 'x.db'], 'one of the arguments --conversation --all is required'),
             (['runs', '--store', 'x.db', '--all', '--conversation', 'c'], 'not allowed with argument'),
-            (['search', '--store', 'x.db', 'query'], 'one of the arguments --conversation --all is required'),
+            (['search', '--store', 'x.db', 'query'], 'say what to search: --conversation ID, --all, or --run RUN_ID'),
+            (['search', '--store', 'x.db', '--all', ''], 'the query is empty'),
+            (['search', '--store', 'x.db', '--all', ' ', '  '], 'the query is empty'),
             (['search', '--store', 'x.db', '--all'], 'the following arguments are required: QUERY'),
             (['search', '--store', 'x.db', '--all', 'q', '--max-matches', '0'], 'must be at least 1'),
             (['search', '--store', 'x.db', '--all', 'q', '--max-matches', 'many'], "expected an integer, got 'many'"),
@@ -176,7 +178,7 @@ class TestBrokenData:
     def test_runs_lists_the_rest_and_warns(
         self, corrupt_store: str, populated: Populated, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        result = run_cli(capsys, ['runs', '--store', corrupt_store, '--conversation', SUPPORT])
+        result = run_cli(capsys, ['runs', '--store', corrupt_store, '--conversation', SUPPORT, '--wide'])
         assert result.status == 0
         broken = next(line for line in result.out.splitlines() if line.startswith(populated.support_runs[0]))
         assert broken.split()[-3:] == ['?', '?', 'unreadable']
@@ -192,7 +194,8 @@ class TestBrokenData:
         result = run_cli(capsys, ['search', '--store', corrupt_store, '--conversation', SUPPORT, DETAIL])
         assert result.status == 0
         assert 'Warning: part of the persisted history could not be read and was not searched' in result.out
-        assert f'run {populated.support_runs[0]!r}, snapshot -1' in result.out
+        assert f'run {populated.support_runs[0]!r} (' in result.out
+        assert 'snapshot -1' not in result.out
 
 
 class TestUnexpectedErrors:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import SUPPORT, Populated, run_cli
+from ._support import SUPPORT, Populated, as_shown_by_cli, run_cli
 
 
 def fresh_copy(populated: Populated, tmp_path: Path) -> str:
@@ -48,7 +48,7 @@ def test_the_whole_store_in_text(populated: Populated, tmp_path: Path, capsys: p
     result = run_cli(capsys, ['index', '--store', store, '--all'])
     assert result.status == 0
     total = sum(len(runs) for runs in populated.runs.values()) + 1
-    assert f'indexed {total} run(s) of the whole store' in result.out
+    assert f'indexed {total} runs of the whole store' in result.out
     assert 'searchable messages' in result.out
 
 
@@ -84,4 +84,4 @@ def test_search_catches_the_index_up_and_answers_as_the_tool(
         scope='all' if scope == ['--all'] else 'conversation',
         conversation_id=None if scope == ['--all'] else SUPPORT,
     )
-    assert result.out == expected + '\n'
+    assert result.out == as_shown_by_cli(expected, result.out) + '\n'

@@ -52,7 +52,7 @@ class TestConversations:
 
 class TestRuns:
     def test_one_conversation(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
-        result = run_cli(capsys, ['runs', '--store', populated.store, '--conversation', SUPPORT])
+        result = run_cli(capsys, ['runs', '--store', populated.store, '--conversation', SUPPORT, '--wide'])
         assert result.status == 0
         lines = result.out.splitlines()
         assert lines[0].split()[:4] == ['RUN', 'ID', 'AGENT', 'STARTED']
@@ -71,7 +71,7 @@ class TestRuns:
         assert lines[-1] == '6 runs'
 
     def test_all_shows_the_conversation_column(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
-        result = run_cli(capsys, ['runs', '--store', populated.store, '--all'])
+        result = run_cli(capsys, ['runs', '--store', populated.store, '--all', '--wide'])
         assert result.status == 0
         assert 'CONVERSATION' in result.out.splitlines()[0]
         assert result.out.splitlines()[-1] == '10 runs'

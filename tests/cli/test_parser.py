@@ -135,7 +135,7 @@ import durable_recall
 try:
     open_store('ftp://nowhere')
 except UserError as error:
-    assert type(error) is durable_recall.StoreConfigurationError, type(error)
+    assert type(error) is durable_recall.errors.StoreConfigurationError, type(error)
     print('caught', type(error).__name__)
 """
 

@@ -23,7 +23,7 @@ def test_every_command_reads_a_postgres_store(
     assert [(c['conversation_id'], c['runs']) for c in conversations['conversations']][:2] == [(SUPPORT, 6), (OTHER, 2)]
     assert conversations['store'].endswith(f"(schema '{postgres_schema}')")
 
-    runs = run_cli(capsys, ['runs', *store, '--conversation', SUPPORT])
+    runs = run_cli(capsys, ['runs', *store, '--conversation', SUPPORT, '--wide'])
     assert runs.status == 0
     assert [line.split()[0] for line in runs.out.splitlines()[1:7]] == populated.support_runs
 

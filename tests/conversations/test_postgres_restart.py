@@ -12,8 +12,8 @@ import asyncio
 import pytest
 from pydantic_ai.conversation import Conversation
 
-from durable_recall import StoreUnavailableError
 from durable_recall.conversations import PostgresConversationStore
+from durable_recall.errors import StoreUnavailableError
 from tests.stores.test_postgres_restart import PrivateServer
 from tests.stores.test_postgres_restart import private_server as private_server  # the fixture, reused
 

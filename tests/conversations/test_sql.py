@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic_ai.conversation import Conversation
 
-from durable_recall import PostgresStepStore, SqliteStepStore, StoreConfigurationError
+from durable_recall import PostgresStepStore, SqliteStepStore
 from durable_recall.conversations import CorruptConversationError, PostgresConversationStore, SqliteConversationStore
+from durable_recall.errors import StoreConfigurationError
 
 from ._helpers import echo_agent
 from .conftest import TABLES, ConversationKit

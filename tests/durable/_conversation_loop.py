@@ -17,8 +17,9 @@ from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord, ConversationStore
 
-from durable_recall import ConversationSearch, ConversationStoreSource, DurableConversationStore, StoreUnavailableError
-from durable_recall.conversations import SqliteConversationStore
+from durable_recall import ConversationSearch, ConversationStoreSource
+from durable_recall.conversations import DurableConversationStore, SqliteConversationStore
+from durable_recall.errors import StoreUnavailableError
 
 from ._recall_script import TURNS, recall_model
 

@@ -33,13 +33,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import (
     ConversationSearch,
-    RunHistory,
-    RunRecord,
     SlidingWindowCompaction,
     SnapshotHistorySource,
     SqliteStepStore,
     StepPersistence,
 )
+from durable_recall.history import RunHistory
+from durable_recall.stores import RunRecord
 
 from ._recall_script import TURNS, recall_reply
 

@@ -26,9 +26,9 @@ from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationConflict, ConversationRecord
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from durable_recall import StoreUnavailableError, WorkflowCodeIOError
 from durable_recall.conversations import SqliteConversationStore
 from durable_recall.dbos import DBOSConversationStore
+from durable_recall.errors import StoreUnavailableError, WorkflowCodeIOError
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow
 from ._persistence import STORE_DIR

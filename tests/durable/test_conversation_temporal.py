@@ -24,8 +24,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 
-from durable_recall import StoreUnavailableError, WorkflowCodeIOError
 from durable_recall.conversations import SqliteConversationStore
+from durable_recall.errors import StoreUnavailableError, WorkflowCodeIOError
 from durable_recall.temporal import TemporalConversationStore
 
 from .._services.temporal import activity_names, make_worker, replay

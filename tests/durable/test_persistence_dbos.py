@@ -19,7 +19,8 @@ from pydantic_ai.durable_exec.dbos import (
 )
 from pydantic_ai.messages import ModelMessage
 
-from durable_recall import SlidingWindowCompaction, StepPersistence, WorkflowCodeIOError
+from durable_recall import SlidingWindowCompaction, StepPersistence
+from durable_recall.errors import WorkflowCodeIOError
 from tests._scripted import read_file, scripted_model
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow

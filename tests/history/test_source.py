@@ -9,9 +9,11 @@ import anyio
 import pytest
 from pydantic_ai.messages import ModelMessage
 
-from durable_recall import CorruptSnapshotError, InMemoryStepStore, RunRecord, Snapshot, SqliteStepStore
+from durable_recall import InMemoryStepStore, SqliteStepStore
+from durable_recall.errors import CorruptSnapshotError
 from durable_recall.history import HistorySource
 from durable_recall.search import SnapshotHistorySource
+from durable_recall.stores import RunRecord, Snapshot
 from tests.stores._helpers import delta, registration
 
 from ._messages import hashes, reply, user

@@ -20,14 +20,8 @@ from pydantic_ai.agent.spec import AgentSpec
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from durable_recall import (
-    ConversationSearch,
-    SlidingWindowCompaction,
-    StepPersistence,
-    StoreConfigurationError,
-    ToolResultClearing,
-    open_store,
-)
+from durable_recall import ConversationSearch, SlidingWindowCompaction, StepPersistence, ToolResultClearing, open_store
+from durable_recall.errors import StoreConfigurationError
 
 pytestmark = pytest.mark.anyio
 

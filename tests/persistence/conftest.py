@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic_ai.tools import RunContext
 
-from durable_recall import PersistBatch, StepPersistence
+from durable_recall import StepPersistence
+from durable_recall.stores import PersistBatch
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import pytest
 from pydantic_ai import Agent
 
-from durable_recall import InMemoryStepStore, PersistBatch, SnapshotDelta, StepPersistence
+from durable_recall import InMemoryStepStore, StepPersistence
+from durable_recall.stores import PersistBatch, SnapshotDelta
 from tests._scripted import read_file, scripted_model
 from tests._services.stores import StoreKit
 

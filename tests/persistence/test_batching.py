@@ -13,8 +13,9 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from durable_recall import InMemoryStepStore, PersistBatch, SnapshotDelta, StepPersistence
+from durable_recall import InMemoryStepStore, StepPersistence
 from durable_recall.base._codec import dump_messages
+from durable_recall.stores import PersistBatch, SnapshotDelta
 from tests._scripted import read_file, scripted_model
 
 pytestmark = pytest.mark.anyio

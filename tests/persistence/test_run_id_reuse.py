@@ -9,9 +9,11 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from durable_recall import PersistBatch, RunIdConflictError, StepPersistence, StepStore
+from durable_recall import StepPersistence, StepStore
 from durable_recall.base import dump_messages, load_messages
+from durable_recall.errors import RunIdConflictError
 from durable_recall.persistence._replayed import check_replayed
+from durable_recall.stores import PersistBatch
 from tests._scripted import scripted_model
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,10 @@ from pydantic_ai.durable_exec._capability_operation import collect_capability_op
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.tools import RunContext
 
-from durable_recall import InMemoryStepStore, RunIdConflictError, SlidingWindowCompaction, StepPersistence, StepStore
+from durable_recall import InMemoryStepStore, SlidingWindowCompaction, StepPersistence, StepStore
 from durable_recall.base._codec import dump_messages
 from durable_recall.compaction import has_compaction_marker
+from durable_recall.errors import RunIdConflictError
 from tests._scripted import read_file, scripted_model
 from tests._services.stores import StoreKit
 

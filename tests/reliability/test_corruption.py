@@ -3,8 +3,8 @@
 Every public read of the damaged store must either return exactly what the intact store returns,
 or raise one of the store's corruption errors (`CorruptSnapshotError`, `CorruptRunError`,
 `StoreConfigurationError`): never another exception, never different data. And `durable-recall
-check` must name every damaged input (exit 1). Run with `-s` for the counts (the README's
-Reliability section quotes them).
+check` must name every damaged input (exit 1). Run with `-s` for the counts (docs/reliability.md
+quotes them).
 """
 
 from __future__ import annotations

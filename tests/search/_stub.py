@@ -14,9 +14,10 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
-from durable_recall import CorruptSnapshotError, RunRecord
+from durable_recall.errors import CorruptSnapshotError
 from durable_recall.history import RunHistory
 from durable_recall.search import SearchRequest
+from durable_recall.stores import RunRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -18,11 +18,11 @@ import pytest
 from benchmarks._script import generate_conversation, make_queries
 from benchmarks.histories import write_conversation
 
-from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource, update_index
+from durable_recall import ConversationSearch, SnapshotHistorySource, update_index
 from durable_recall.history import RunHistory
 from durable_recall.index import Indexer
 from durable_recall.search import SearchRequest
-from durable_recall.stores import StepStore
+from durable_recall.stores import RunRecord, StepStore
 
 from ._stub import context
 

@@ -18,12 +18,12 @@ from benchmarks._script import generate_conversation, make_queries
 from benchmarks.histories import write_conversation
 from pydantic_ai import messages as m
 
-from durable_recall import ConversationSearch, RunRecord, SnapshotHistorySource
+from durable_recall import ConversationSearch, SnapshotHistorySource
 from durable_recall.base import CorruptSnapshotError
 from durable_recall.search import SearchRequest, _ranking
 from durable_recall.search._reads import Reader
 from durable_recall.search._shown import StoredMessage
-from durable_recall.stores import StepStore
+from durable_recall.stores import RunRecord, StepStore
 
 from ._stub import context
 

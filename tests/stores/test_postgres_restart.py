@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from durable_recall import PostgresStepStore, RunRegistration, StoreUnavailableError
+from durable_recall import PostgresStepStore
+from durable_recall.errors import StoreUnavailableError
+from durable_recall.stores import RunRegistration
 from tests._services._skip import missing_service
 
 pytestmark = pytest.mark.anyio

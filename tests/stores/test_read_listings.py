@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from durable_recall import CorruptSnapshotError, update_index
+from durable_recall import update_index
+from durable_recall.errors import CorruptSnapshotError
 from durable_recall.index import Indexer
 from durable_recall.index._reader import SharingReader
 from tests._services.stores import StoreKit

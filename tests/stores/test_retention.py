@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import anyio
 import pytest
 
-from durable_recall.base import StoreConfigurationError
+from durable_recall.errors import StoreConfigurationError
 from durable_recall.stores import PostgresStepStore, Pruned, SqliteStepStore, StepStore, prune_idle
 from tests._services.stores import StoreKit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_recall.base import CorruptSnapshotError
+from durable_recall.errors import CorruptSnapshotError
 from durable_recall.stores import SqliteStepStore
 from durable_recall.stores._migrations import SCHEMA_VERSION
 from durable_recall.stores._snapshot_sum import snapshot_checksum

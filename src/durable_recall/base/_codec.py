@@ -3,7 +3,7 @@
 One JSON object per message, produced by pydantic-ai's own `ModelMessagesTypeAdapter`, so what a
 store holds is exactly what core would write to `all_messages_json()`.
 
-The stores keep each body as bytes from [`encode_body`][durable_recall.base.encode_body]: a tag
+The stores keep each body as bytes from [`encode_body`]: a tag
 byte, the CRC-32 of the JSON text's UTF-8 (4 bytes, little-endian), then either raw DEFLATE (zlib,
 level 6) primed with a preset dictionary of pydantic-ai's message keys, or, when that would not be
 smaller, the UTF-8 itself. The checksum is verified on every read, so a body damaged on disk (a
@@ -193,7 +193,7 @@ def _dump(item: Any) -> str:
 
 
 def load_messages(bodies: Sequence[str]) -> list[ModelMessage]:
-    """Parse message bodies written by [`dump_messages`][durable_recall.base.dump_messages].
+    """Parse message bodies written by [`dump_messages`].
 
     A part of a kind the installed pydantic-ai does not define (written by a later release) is
     held verbatim as an `UnrecognizedPart` (see `_unrecognized`), so a newer writer's run still

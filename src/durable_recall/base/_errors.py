@@ -1,6 +1,6 @@
 """Errors that durable-recall raises, one class per condition an operator can act on.
 
-Every class derives from [`DurableRecallError`][durable_recall.DurableRecallError]. The ones a
+Every class derives from [`DurableRecallError`][durable_recall.errors.DurableRecallError]. The ones a
 durable engine must not retry (a retry cannot fix them) also derive from pydantic-ai's
 `UserError`, which Temporal and DBOS integrations treat as non-retryable. They are defined here,
 with pydantic-ai imported; the others (in `_plain_errors`, re-exported here) need no pydantic-ai.

@@ -1,6 +1,6 @@
 """Errors durable-recall raises that a retry may fix or that name damaged data: no pydantic-ai needed.
 
-Every class derives from [`DurableRecallError`][durable_recall.DurableRecallError]. The errors a
+Every class derives from [`DurableRecallError`][durable_recall.errors.DurableRecallError]. The errors a
 retry cannot fix, which also derive from pydantic-ai's `UserError`, live in `_errors`: this module
 imports nothing outside the standard library, so that a store can be opened and read (the
 `durable-recall conversations` command) without loading pydantic-ai, most of a second.

@@ -112,7 +112,7 @@ class SnapshotDelta:
             idempotency key: a store ignores a delta whose index it already holds.
         step_index: The agent's run step when the snapshot was taken.
         state: Whether every tool call in the snapshot is answered.
-        segments: How to assemble the snapshot (see [`Segment`][durable_recall.Segment]).
+        segments: How to assemble the snapshot (see [`Segment`][durable_recall.stores.Segment]).
         messages: The new messages, each serialized as one JSON object.
         base_run_id: For a run's first snapshot only: copy segments refer to this other run's
             snapshot `base_index` instead of a previous snapshot of this run. A conversation's

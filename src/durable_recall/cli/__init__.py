@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """The `durable-recall` command: the demo, and commands to inspect and search a store.
 
 `main(argv)` runs one command line and returns its exit status; the console script (`run`) and

@@ -24,6 +24,7 @@ schema migrations that change the index's format do), so the check then verifies
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from ..index import Indexer, SnapshotFeed
 from ..stores import PendingMarks, SqliteStepStore, StepStore, pending_mark_problem
 from ._check_index import check_index
 from ._check_report import Report
-from ._output import Progress, write_json
+from ._output import Progress, count, write_json
 from ._store import OpenedStore
 
 __all__ = ('check_store',)
@@ -70,6 +71,12 @@ async def check_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
             progress.advance()
     await _check_pending(store, report)
     await check_index(store, records, report)
+    for (owner, seq), runs in report.inherited.items():
+        shown = ', '.join(runs[:3]) + (f' and {len(runs) - 3} more' if len(runs) > 3 else '')
+        report.notes.append(
+            f'{count(len(runs), "later run")} inherited message {seq} of run {owner} (named above) and cannot read '
+            f'it either: {shown}'
+        )
     seconds = time.perf_counter() - began
     if args.json:
         write_json(_as_json(opened.label, report, rebuilt, seconds), out)
@@ -146,56 +153,117 @@ async def _records(store: StepStore, report: Report) -> list[RunRecord]:
 
 
 async def _check_run(store: StepStore, run_id: str, report: Report) -> None:
-    """Read every snapshot of the run, then the log entries none of them names."""
+    """Read every snapshot of the run, then its log entries by number; name each damaged row once.
+
+    A snapshot that does not read because of one log entry is not a problem of its own: the entry
+    is, and every later snapshot naming it fails the same way. So the log is read entry by entry
+    (all of it when a snapshot failed, else the entries no snapshot names), and each damaged entry
+    is named once, with the snapshots it broke. An entry a run inherited is a reference to an
+    earlier run's row: its damage is named in that run, where the row is (`_owners`).
+    """
     report.runs += 1
     after = -1
     named: set[int] = set()
     indexes: list[int] = []
-    whole = True
+    failed: list[tuple[int | None, str]] = []
     while True:
         try:
             snapshots = await store.list_snapshots(run_id, include_interrupted=True, after=after)
         except CorruptSnapshotError as error:
             if error.index <= after:  # not one snapshot's fault: the rest cannot be told apart
-                report.add(run_id, None, error.reason)
-                whole = False
+                failed.append((None, error.reason))
                 break
-            report.add(run_id, error.index, error.reason)
+            failed.append((error.index, error.reason))
             report.snapshots += 1
             indexes.append(error.index)
             after = error.index
-            whole = False
             continue
         for snapshot in snapshots:
             named.update(snapshot.seqs)
             indexes.append(snapshot.index)
         report.snapshots += len(snapshots)
         break
+    whole = not failed
     if indexes:
         report.last_snapshot[run_id] = max(indexes)
     if whole and indexes != list(range(len(indexes))):
         missing = sorted(set(range(max(indexes) + 1)) - set(indexes))
         report.add(
-            run_id, None, f'snapshot(s) {_numbers(missing)} missing: the run skips from one index to a later one'
+            run_id,
+            None,
+            f'{"snapshot" if len(missing) == 1 else "snapshots"} {_numbers(missing)} missing: the run skips from one '
+            'index to a later one',
         )
-    await _check_log(store, run_id, named, report)
+    damaged = await _check_log(store, run_id, set() if not whole else named, report)
+    entries = {seq for seq in (_entry(reason) for _, reason in failed) if seq is not None} | set(damaged)
+    owners = await _owners(store, run_id, sorted(entries))
+    for seq, reason in sorted(damaged.items()):
+        if _inherited(report, run_id, owners.get(seq), seq):
+            continue
+        broke = [index for index, why in failed if index is not None and _entry(why) == seq]
+        if broke:
+            also = f' (snapshots {_numbers(broke[1:])} fail on it too)' if len(broke) > 1 else ''
+            report.add(run_id, broke[0], reason + also)
+        elif whole:
+            report.add(run_id, None, f'log entry {seq}, which no snapshot names: {reason}')
+        else:
+            report.add(run_id, None, f'log entry {seq}: {reason}')
+        report.damaged_entries.add((run_id, seq))
+    told: set[str] = set()
+    for index, reason in failed:
+        seq = _entry(reason)
+        if seq is not None and (seq in damaged or _inherited(report, run_id, owners.get(seq), seq)):
+            continue
+        if reason in told:  # the same fault met again by a later snapshot
+            continue
+        told.add(reason)
+        report.add(run_id, index, reason)
 
 
-async def _check_log(store: StepStore, run_id: str, named: set[int], report: Report) -> None:
-    """Read the log entries the snapshots do not name: gaps among them, and whatever follows the last."""
+_ENTRY = re.compile(r'message (\d+) of the run log(?::| is missing)')
+"""How a store's read names the log entry that failed it (`gather_bodies`)."""
+
+
+def _entry(reason: str) -> int | None:
+    """The log entry a read failed on, from its reason; `None` when the failure is not one entry's."""
+    found = _ENTRY.match(reason)
+    return None if found is None else int(found.group(1))
+
+
+async def _owners(store: StepStore, run_id: str, seqs: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """Where the entries keep their bodies, for a store that can say (`log_owners`); else nothing."""
+    log_owners = getattr(store, 'log_owners', None)
+    if not seqs or log_owners is None:
+        return {}
+    return await log_owners(run_id, seqs)
+
+
+def _inherited(report: Report, run_id: str, owner: tuple[str, int] | None, seq: int) -> bool:
+    """Whether the entry is an earlier run's row whose damage that run's check named already (noted, then)."""
+    if owner is None or owner[0] == run_id or owner not in report.damaged_entries:
+        return False
+    report.inherited.setdefault(owner, []).append(run_id)
+    return True
+
+
+async def _check_log(store: StepStore, run_id: str, named: set[int], report: Report) -> dict[int, str]:
+    """Read the log entries the snapshots do not name (gaps among them, and past the last); the damaged ones."""
     report.bodies += len(named)
+    damaged: dict[int, str] = {}
     top = max(named, default=-1)
-    await _read_entries(store, run_id, [seq for seq in range(top + 1) if seq not in named], report)
+    await _read_entries(store, run_id, [seq for seq in range(top + 1) if seq not in named], report, damaged)
     start = top + 1
     while True:
-        found = await _read_entries(store, run_id, list(range(start, start + _PROBE)), report)
+        found = await _read_entries(store, run_id, list(range(start, start + _PROBE)), report, damaged)
         if not found:
-            return
+            return damaged
         start += _PROBE
 
 
-async def _read_entries(store: StepStore, run_id: str, seqs: Sequence[int], report: Report) -> int:
-    """Read log entries by number, each failing one named; returns how many exist (damaged ones included)."""
+async def _read_entries(
+    store: StepStore, run_id: str, seqs: Sequence[int], report: Report, damaged: dict[int, str]
+) -> int:
+    """Read log entries by number, each failing one put in `damaged`; returns how many exist (damaged ones included)."""
     found = 0
     for begin in range(0, len(seqs), _BATCH):
         batch = seqs[begin : begin + _BATCH]
@@ -207,7 +275,7 @@ async def _read_entries(store: StepStore, run_id: str, seqs: Sequence[int], repo
                     found += len(await store.read_messages(run_id, [seq]))
                 except CorruptSnapshotError as error:
                     found += 1
-                    report.add(run_id, None, f'log entry {seq}, which no snapshot names: {error.reason}')
+                    damaged[seq] = error.reason
     report.bodies += found
     return found
 
@@ -246,15 +314,16 @@ def _as_json(label: str, report: Report, rebuilt: _Rebuilt | None, seconds: floa
 def _write_text(label: str, report: Report, rebuilt: _Rebuilt | None, seconds: float, out: TextIO) -> None:
     if rebuilt is not None:
         out.write(
-            f'{label}: rebuilt the search index: emptied it, marked {rebuilt.marked} run(s) pending, caught up '
-            f'{rebuilt.caught_up} in {rebuilt.seconds:.1f}s; {rebuilt.documents} searchable messages\n'
+            f'{label}: rebuilt the search index: emptied it, marked {count(rebuilt.marked, "run")} pending, caught up '
+            f'{rebuilt.caught_up} in {rebuilt.seconds:.1f}s; {count(rebuilt.documents, "searchable message")}\n'
         )
     for problem in report.problems:
         out.write(problem.line() + '\n')
     for note in report.notes:
         out.write(f'note: {note}\n')
-    verdict = 'no problems' if not report.problems else f'{len(report.problems)} problem(s)'
+    verdict = 'no problems' if not report.problems else count(len(report.problems), 'problem')
     out.write(
-        f'{label}: checked {report.runs} run(s), {report.snapshots} snapshot(s), {report.bodies} message bodies, '
-        f'{report.indexed_runs} indexed run(s) and {report.terms} index terms in {seconds:.1f}s: {verdict}\n'
+        f'{label}: checked {count(report.runs, "run")}, {count(report.snapshots, "snapshot")}, '
+        f'{count(report.bodies, "message body", "message bodies")}, {count(report.indexed_runs, "indexed run")} and '
+        f'{count(report.terms, "index term")} in {seconds:.1f}s: {verdict}\n'
     )

@@ -36,6 +36,7 @@ from ..index import (
 )
 from ..stores import MemoryIndex, StepStore
 from ._check_report import Report
+from ._output import count
 
 __all__ = ('check_index',)
 
@@ -58,7 +59,7 @@ async def check_index(store: StepStore, records: Sequence[RunRecord], report: Re
             fresh.mark_pending(record.run_id, record.conversation_id, last)
     unreadable = await Indexer(fresh, SnapshotFeed(store)).catch_up((await fresh.status(None, all_scopes=True)).pending)
     pending = set((await storage.status(None, all_scopes=True)).pending)
-    skipped = pending | {problem.run_id for problem in unreadable}
+    skipped = pending | _after_unreadable({problem.run_id for problem in unreadable}, records)
 
     listed = await storage.scope_runs(None, all_scopes=True)
     stored = await storage.load_runs([row.run_id for row in listed])
@@ -94,11 +95,28 @@ async def check_index(store: StepStore, records: Sequence[RunRecord], report: Re
             await _compare_statistics(storage, fresh, conversation_id, report)
     if skipped:
         report.notes.append(
-            f'{len(skipped)} run(s) not compared with the index: pending (`durable-recall index` catches them up) '
-            'or unreadable'
+            f'{len(skipped)} {"run" if len(skipped) == 1 else "runs"} not compared with the index: pending '
+            '(`durable-recall index` catches them up), unreadable, or after an unreadable run of its conversation'
         )
     if report.partial_listing:
         report.notes.append('the run listing did not decode: runs were found through the index instead')
+
+
+def _after_unreadable(unreadable: set[str], records: Sequence[RunRecord]) -> set[str]:
+    """The unreadable runs, and every later run of their conversations (`records` oldest first).
+
+    A run's index row depends on the runs before it in its conversation (what it inherited is
+    indexed under them), so a fresh catch-up that could not read one indexes the later ones
+    differently: comparing those would name runs that are not damaged.
+    """
+    left_out = set(unreadable)
+    broken: set[str | None] = set()
+    for record in records:
+        if record.run_id in unreadable:
+            broken.add(record.conversation_id)
+        elif record.conversation_id in broken and record.conversation_id is not None:
+            left_out.add(record.run_id)
+    return left_out
 
 
 def _row_differences(row: IndexedRunRow, mine: IndexedRunRow) -> list[str]:
@@ -217,6 +235,6 @@ async def _compare_statistics(
     if (stored.docs, stored.length) != (mine.docs, mine.length):
         report.scope(
             conversation_id,
-            f'statistics say {stored.docs} documents of total length {stored.length}; '
+            f'statistics say {count(stored.docs, "document")} of total length {stored.length}; '
             f'a fresh catch-up gives {mine.docs} and {mine.length}',
         )

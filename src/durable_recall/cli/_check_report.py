@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._text import clean
+
 __all__ = ('Problem', 'Report')
 
 
@@ -28,9 +30,9 @@ class Problem:
     def line(self) -> str:
         """`run <id> snapshot <n>: <what>`, `run <id> index: <what>`, `conversation <id> index: <what>`."""
         if self.run_id is None:
-            where = 'runs without a conversation' if self.conversation is None else f'conversation {self.conversation}'
-            return f'{where} index: {self.what}'
-        where = f'run {self.run_id}'
+            named = 'runs without a conversation' if self.conversation is None else f'conversation {self.conversation}'
+            return f'{clean(named, layout=False)} index: {self.what}'
+        where = f'run {clean(self.run_id, layout=False)}'
         if self.snapshot is not None:
             where += f' snapshot {self.snapshot}'
         if self.scope is not None:
@@ -53,6 +55,10 @@ class Report:
     """Per run, the highest snapshot index read (damaged ones included)."""
     partial_listing: bool = False
     """The run listing did not decode: runs were found through the index instead (see `_check._records`)."""
+    damaged_entries: set[tuple[str, int]] = field(default_factory=set[tuple[str, int]])
+    """Log entries named as damaged, `(run, seq)`: where later runs' references to them lead."""
+    inherited: dict[tuple[str, int], list[str]] = field(default_factory=dict[tuple[str, int], list[str]])
+    """Per damaged entry, the later runs that inherited it (their reads fail on it too; named once)."""
 
     def add(self, run_id: str, snapshot: int | None, what: str) -> None:
         """A problem of the stored history."""

@@ -15,10 +15,12 @@ from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import TextIO, TypeVar
 
-from ._errors import CliError
+from ._errors import EXIT_USAGE, CliError
+from ._parser import STORE_VARIABLE
 from ._store import OpenedConversations, open_for_reading
+from ._text import SafeText
 
-__all__ = ('run_command',)
+__all__ = ('check_command_line', 'run_command')
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -28,6 +30,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         CliError: The command failed in a way its user can act on, a library error included.
     """
     interrupted: list[bool] = []
+    out = SafeText.wrap(out)  # stored text reaches the terminal with its control characters escaped
     try:
         return asyncio.run(_noting_interrupts(lambda: _dispatch(args, out, err), interrupted))
     except CliError:
@@ -83,11 +86,29 @@ async def _noting_interrupts(command: Callable[[], Awaitable[_T]], interrupted: 
         signal.signal(signal.SIGINT, passed_on)
 
 
+def check_command_line(args: argparse.Namespace) -> None:
+    """What argparse cannot say about a command line: refused before any store is opened (exit 2)."""
+    if args.command == 'demo':
+        return
+    if args.store is None:
+        raise CliError(f'no store: pass --store PATH_OR_URL, or set {STORE_VARIABLE}', status=EXIT_USAGE)
+    if args.command != 'search':
+        return
+    if not ' '.join(args.query).strip():
+        raise CliError('the query is empty: pass the words to look for', status=EXIT_USAGE)
+    if args.conversation is None and not args.all and args.run is None:
+        raise CliError(
+            'say what to search: --conversation ID, --all, or --run RUN_ID (see `durable-recall search --help`)',
+            status=EXIT_USAGE,
+        )
+
+
 async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == 'demo':
         from ._demo import run_demo
 
         return await run_demo(args, out)
+    check_command_line(args)
     async with open_for_reading(
         args.store, schema=args.schema, connect_timeout=args.connect_timeout, kind=args.kind
     ) as opened:

@@ -12,8 +12,10 @@ tool, so what they number and find is what `search_conversation_history` would:
 * `search` runs the tool's engine over `ConversationStoreSource(store)`; `--conversation ID` searches
   as a run of that conversation would, `--all` the whole store.
 
-`runs` and `index` are step-store commands: a conversation store has neither runs with snapshots
-nor a persistent index (the source indexes in memory, per search).
+* `index` catches the store's search index up (it lives in the store's database, as a step
+  store's does; searches catch it up by themselves too).
+
+`runs` and `check` are step-store commands: a conversation store has no runs with snapshots.
 """
 
 from __future__ import annotations
@@ -47,15 +49,18 @@ async def run_on_conversation_store(
     if args.command == 'search':
         source = ConversationStoreSource(opened.store)
         await _check_targets(opened, source, args.conversation, args.run)
+        if args.run is not None and args.conversation is None and not args.all:
+            args.conversation = args.run.partition(_BRANCH)[0]  # --run alone: as a run of its own conversation
         return await search_source(source, opened.label, args, out, err)
-    what = {
-        'runs': 'lists runs and their snapshots',
-        'check': "verifies a step store's snapshots, message log and search index",
-    }.get(args.command, 'updates the persistent search index')
+    if args.command == 'index':
+        from ._index import index_conversations
+
+        return await index_conversations(opened, args, out)
+    what = 'lists runs and their snapshots' if args.command == 'runs' else "verifies a step store's snapshots"
     raise CliError(
         f'{opened.label} is a conversation store (drc_* tables): `{args.command}` {what}, which only a step store '
-        'has. Use `conversations`, `show CONVERSATION_ID` and `search`; pass --kind steps if the database also '
-        'holds a step store.'
+        'has. Use `conversations`, `show CONVERSATION_ID`, `search` and `index`; pass --kind steps if the database '
+        'also holds a step store.'
     )
 
 
@@ -96,7 +101,7 @@ async def _list(opened: OpenedConversations, args: argparse.Namespace, out: Text
 
 async def _show(opened: OpenedConversations, args: argparse.Namespace, out: TextIO) -> int:
     """One conversation's live history, or one branch's own messages, numbered as search results number them."""
-    run_id: str = args.run_id
+    run_id: str = args.run_id if args.run_id is not None else args.conversation
     conversation_id, _, tip = run_id.partition(_BRANCH)
     record = await opened.store.read_record(conversation_id)
     history = await _run_history(ConversationStoreSource(opened.store), run_id) if record is not None else None

@@ -25,15 +25,16 @@ from ..stores import SqliteStepStore, StepStore
 from ..text import SEARCH_TOOL_NAME
 from ._agent import build_agent
 from ._demo_json import turn_json
-from ._engines import start_engine
+from ._engines import Conversation, start_engine
 from ._errors import CliError, one_line
-from ._output import field_lines, terminal_width, write_json
+from ._output import count, field_lines, terminal_width, write_json
 from ._parser import DEFAULT_STORE, MAX_TURNS, MIN_TURNS, EngineName
 from ._reading import read_run
 from ._script import DETAIL, WINDOW, prompts, scripted_model
+from ._store import check_writable_store
 from ._turn import TurnResult
 
-__all__ = ('run_demo',)
+__all__ = ('model_failure', 'run_demo')
 
 _RESULT_LINES = 22
 _TOOL_CLIP = 220
@@ -77,10 +78,11 @@ async def run_demo(args: argparse.Namespace, out: TextIO) -> int:
             ) as conversation:
                 _write(text, _header(args, store_path, conversation_id, conversation.description, len(turns), width))
                 for number, prompt in enumerate(turns, start=1):
-                    result = await conversation.ask(prompt)
-                    lines = await _turn_lines(number, len(turns), result, store, context, width)
+                    result = await _ask(conversation, prompt, number, args.model)
+                    story: dict[str, Any] = {}
+                    lines = await _turn_lines(number, len(turns), result, store, context, width, story)
                     _write(text, lines)
-                    records.append(turn_json(number, prompt, result))
+                    records.append({**turn_json(number, prompt, result), **story})
                 description = conversation.description
         finally:
             await store.aclose()
@@ -96,6 +98,7 @@ async def run_demo(args: argparse.Namespace, out: TextIO) -> int:
             'recovered': context.recovered,
             'dropped_in_turn': context.dropped_in_turn,
             'turns': records,
+            'result': _verdict(context),
         }
         write_json(outcome, out)
     return 0 if context.recovered else 1
@@ -108,13 +111,53 @@ def _prompts(turns: int) -> list[str]:
         raise CliError(f'--turns must be between {MIN_TURNS} and {MAX_TURNS}, got {turns}', status=2) from None
 
 
+async def _ask(conversation: Conversation, prompt: str, number: int, model: str | None) -> TurnResult:
+    """One turn; a real model's failure (no connection, a refused key, ...) becomes one line naming it."""
+    if model is None:
+        return await conversation.ask(prompt)
+    try:
+        return await conversation.ask(prompt)
+    except CliError:
+        raise
+    except Exception as error:
+        raise CliError(model_failure(model, number, error)) from error
+
+
+def model_failure(model: str, number: int, error: BaseException) -> str:
+    """The line for a real model that failed in turn `number`: a connection problem said as one.
+
+    Under an engine the provider's error arrives wrapped (an activity's or step's failure), so the
+    whole chain of causes is looked at, by the names of the error types (and Temporal's recorded type).
+    """
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__ or getattr(seen, 'cause', None)
+    names = [type(item).__name__ for item in chain] + [str(getattr(item, 'type', '')) for item in chain]
+    deepest = chain[-1]
+    said = f'{type(deepest).__name__}: {one_line(str(deepest))}'
+    if any(isinstance(item, ConnectionError | TimeoutError) for item in chain) or any(
+        'Connect' in name or 'Timeout' in name for name in names
+    ):
+        return (
+            f'cannot reach the provider of model {model!r} in turn {number} ({said}): check the network, '
+            "the provider's base URL and its API key"
+        )
+    return f'model {model!r} failed in turn {number}: {said}'
+
+
 def _model(name: str | None) -> Model | str:
     if name is None:
         return scripted_model()
     try:
         return infer_model(name)
     except ImportError as error:
-        raise CliError(f'model {name!r} needs a package that is not installed: {one_line(str(error))}') from error
+        provider = name.partition(':')[0]
+        raise CliError(
+            f'model {name!r} needs the {error.name or provider} package, which is not installed: '
+            f"pip install 'pydantic-ai-slim[{provider}]' ({one_line(str(error))})"
+        ) from error
     except Exception as error:  # pydantic-ai's own errors for unknown providers and missing keys
         raise CliError(f'cannot use model {name!r}: {one_line(str(error))}') from error
 
@@ -122,7 +165,9 @@ def _model(name: str | None) -> Model | str:
 def _store_path(text: str) -> Path:
     if '://' in text or text.strip() in ('', 'memory:'):
         raise CliError(f'the demo keeps its store in a SQLite file: pass --store PATH (such as {DEFAULT_STORE})')
-    return Path(text).expanduser().resolve()
+    path = Path(text).expanduser().resolve()
+    check_writable_store(path)
+    return path
 
 
 def _header(
@@ -154,34 +199,48 @@ def _header(
 
 
 async def _turn_lines(
-    number: int, total: int, result: TurnResult, store: StepStore, context: _Context, width: int
+    number: int, total: int, result: TurnResult, store: StepStore, context: _Context, width: int, story: dict[str, Any]
 ) -> list[str]:
+    """The turn as the demo prints it; `story` gets the same facts as data, for `--json`."""
     title = f'── turn {number}/{total} · run {result.run_id} '
     lines = ['', title + '─' * max(width - len(title), 3)]
     rendered = [_message_lines(message, width) for message in result.new_messages]
     # Compaction runs before the run's first model request, so it is shown right after the prompt.
     lines.extend(rendered[0] if rendered else [])
+    story['detail'] = None
     if result.new_messages and DETAIL in _text(result.new_messages[0]) and not context.recovered:
-        lines.extend(field_lines('detail', f'{DETAIL} is what the last turn will ask for', width))
-    lines.extend(_compaction_lines(number, result, context, width))
+        story['detail'] = f'{DETAIL} is what the last turn will ask for'
+        lines.extend(field_lines('detail', story['detail'], width))
+    compaction = _compaction_text(number, result, context)
+    story['compaction'] = compaction
+    if compaction is not None:
+        lines.extend(field_lines('compaction', compaction, width))
     for message_lines in rendered[1:]:
         lines.extend(message_lines)
     summary = await read_run(store, result.run_id)
     sizes = ', '.join(str(size) for size in summary.snapshot_sizes)
     states = 'all complete' if summary.interrupted == 0 else f'{summary.interrupted} interrupted'
     new = len(result.new_messages)
-    lines.extend(
-        field_lines(
-            'persisted',
-            f"{len(summary.snapshot_sizes)} snapshots ({sizes} messages, {states}); the run's record: "
-            f'{summary.record_size} messages ({max(summary.record_size - new, 0)} inherited, {new} new)',
-            width,
-        )
+    persisted = (
+        f'{count(len(summary.snapshot_sizes), "snapshot")} ({sizes} {"message" if sizes == "1" else "messages"}, '
+        f"{states}); the run's record: {count(summary.record_size, 'message')} "
+        f'({max(summary.record_size - new, 0)} inherited, {new} new)'
     )
+    story['persisted'] = {
+        'text': persisted,
+        'snapshot_sizes': summary.snapshot_sizes,
+        'interrupted_snapshots': summary.interrupted,
+        'record_messages': summary.record_size,
+        'inherited_messages': max(summary.record_size - new, 0),
+    }
+    story['recovered'] = None
+    lines.extend(field_lines('persisted', persisted, width))
     if number == total and DETAIL in result.output:
         context.recovered = True
         where = f', although compaction dropped it from the context in turn {context.dropped_in_turn}'
-        lines.extend(field_lines('recovered', f'{DETAIL} verbatim{where if context.dropped_in_turn else ""}', width))
+        recovered = f'{DETAIL} verbatim{where if context.dropped_in_turn else ""}'
+        story['recovered'] = recovered
+        lines.extend(field_lines('recovered', recovered, width))
     return lines
 
 
@@ -217,39 +276,43 @@ def _return_lines(part: ToolReturnPart[Any], width: int) -> list[str]:
     for line in content.splitlines():
         shown.extend(textwrap.wrap(line, width=max(width - len(rule), 30), subsequent_indent='     ') or [''])
     if len(shown) > _RESULT_LINES:
-        shown = [*shown[:_RESULT_LINES], f'... ({len(shown) - _RESULT_LINES} more lines)']
+        shown = [*shown[:_RESULT_LINES], f'... ({count(len(shown) - _RESULT_LINES, "more line")})']
     return [(head + '│ ' if index == 0 else rule) + line for index, line in enumerate(shown)]
 
 
-def _compaction_lines(number: int, result: TurnResult, context: _Context, width: int) -> list[str]:
+def _compaction_text(number: int, result: TurnResult, context: _Context) -> str | None:
+    """What compaction did in this turn, or `None` when it dropped nothing more."""
     dropped = compaction_marker_count(result.history[0]) if result.history else 0
     # What the run kept of the history it was given: a later answer may quote the detail again.
     kept = result.history[: len(result.history) - len(result.new_messages)]
     in_context = any(DETAIL in _text(message) for message in kept)
-    lines: list[str] = []
+    text: str | None = None
     if dropped > context.dropped:
+        more = dropped - context.dropped
         text = (
-            f'the window dropped {dropped - context.dropped} more messages from the context ({dropped} so far); '
-            f'the context now holds {len(result.history)}. The store still has every one of them.'
+            f'the window dropped {more} more {"message" if more == 1 else "messages"} from the context '
+            f'({dropped} so far); the context now holds {len(result.history)}. The store still has every one of them.'
         )
         if context.detail_in_context and not in_context:
             context.dropped_in_turn = number
             text += ' The export path left the context with them.'
-        lines.extend(field_lines('compaction', text, width))
     context.dropped = dropped
     context.detail_in_context = any(DETAIL in _text(message) for message in result.history)
-    return lines
+    return text
 
 
 def _text(message: ModelMessage) -> str:
     return ' '.join(str(getattr(part, 'content', '')) for part in message.parts)
 
 
-def _footer(context: _Context, store: str, conversation_id: str, width: int) -> list[str]:
+def _verdict(context: _Context) -> str:
     if context.recovered:
-        verdict = f'Recovered {DETAIL} verbatim from the persisted history after compaction dropped it.'
-    else:
-        verdict = f'The agent did not quote {DETAIL}: see its last answer above.'
+        return f'Recovered {DETAIL} verbatim from the persisted history after compaction dropped it.'
+    return f'The agent did not quote {DETAIL}: see its last answer above.'
+
+
+def _footer(context: _Context, store: str, conversation_id: str, width: int) -> list[str]:
+    verdict = _verdict(context)
     quoted = shlex.quote(store)
     return [
         '',

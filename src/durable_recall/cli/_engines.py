@@ -16,7 +16,7 @@ from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
 
-from ._errors import CliError
+from ._errors import CliError, install_hint
 from ._parser import EngineName
 from ._turn import TurnResult, turn_result
 
@@ -89,5 +89,5 @@ class _InProcess:
 def _missing(extra: str, error: ImportError) -> CliError:
     return CliError(
         f'--engine {extra} needs the {extra} extra ({error.name or error}): '
-        f"pip install 'durable-recall[{extra}]', or run the demo with --engine none"
+        f'{install_hint(extra)}, or run the demo with --engine none'
     )

@@ -7,7 +7,7 @@ status, never as a traceback: the line says what is wrong and, where there is on
 
 from __future__ import annotations
 
-__all__ = ('EXIT_ERROR', 'EXIT_USAGE', 'CliError', 'one_line')
+__all__ = ('EXIT_ERROR', 'EXIT_USAGE', 'CliError', 'install_hint', 'one_line')
 
 EXIT_ERROR = 1
 """Exit status for a failure: a store, a run or a server the command could not use."""
@@ -28,3 +28,11 @@ class CliError(Exception):
 def one_line(text: str) -> str:
     """`text` with its line breaks and runs of whitespace folded into single spaces."""
     return ' '.join(text.split())
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of durable-recall's extras: from a checkout, or where a package index has it."""
+    return (
+        f"pip install -e '.[{extra}]' in a checkout of durable-recall "
+        f"(pip install 'durable-recall[{extra}]' from a package index)"
+    )

@@ -18,9 +18,10 @@ from ..base import CorruptSnapshotError, RunRecord
 from ..stores import ConversationSummaries, summarize_conversations
 from ..text import display_lines, message_role
 from ._errors import CliError
-from ._output import Progress, field_lines, human_time, iso_time, table, terminal_width, write_json
+from ._output import Progress, count, field_lines, human_time, iso_time, table, terminal_width, write_json
 from ._reading import RunSummary, read_run, require_run
 from ._store import OpenedStore
+from ._text import clean
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -106,7 +107,8 @@ async def list_runs(opened: OpenedStore, args: argparse.Namespace, out: TextIO, 
     if not runs:
         out.write(f'No runs in {opened.label}.\n')
         return 0
-    out.write('\n'.join(_runs_table(runs, summaries, show_conversation=conversation_id is None)) + '\n')
+    rows = _runs_table(runs, summaries, show_conversation=conversation_id is None, wide=args.wide)
+    out.write('\n'.join(rows) + '\n')
     interrupted = sum(s.interrupted for s in summaries if isinstance(s, RunSummary))
     footer = f'\n{count(len(runs), "run")}'
     if interrupted:
@@ -114,12 +116,18 @@ async def list_runs(opened: OpenedStore, args: argparse.Namespace, out: TextIO, 
     out.write(footer + '\n')
     for run, summary in zip(runs, summaries, strict=True):
         if isinstance(summary, str):
-            err.write(f'durable-recall: warning: run {run.run_id!r} could not be read: {summary}\n')
+            err.write(
+                f'durable-recall: warning: run {run.run_id!r} could not be read: {clean(summary, layout=False)}\n'
+            )
     return 0
 
 
 async def show_run(opened: OpenedStore, args: argparse.Namespace, out: TextIO) -> int:
     """One run's details, snapshots, and rebuilt record with positions (the numbers search shows)."""
+    if args.run_id is None:
+        from ._show_conversation import show_conversation
+
+        return await show_conversation(opened, args, out)
     run = await require_run(opened.store, args.run_id, opened.label)
     summary = await read_run(opened.store, run)
     if args.json:
@@ -144,10 +152,10 @@ async def show_run(opened: OpenedStore, args: argparse.Namespace, out: TextIO) -
         return 0
     width = terminal_width()
     lines = [
-        *field_lines('run', run.run_id, width, indent=''),
-        *field_lines('conversation', run.conversation_id or '-', width, indent=''),
-        *field_lines('agent', run.agent_name or '-', width, indent=''),
-        *field_lines('parent run', run.parent_run_id or '-', width, indent=''),
+        *field_lines('run', clean(run.run_id, layout=False), width, indent=''),
+        *field_lines('conversation', clean(run.conversation_id or '-', layout=False), width, indent=''),
+        *field_lines('agent', clean(run.agent_name or '-', layout=False), width, indent=''),
+        *field_lines('parent run', clean(run.parent_run_id or '-', layout=False), width, indent=''),
         *field_lines('started', f'{human_time(run.started_at)} UTC', width, indent=''),
         *field_lines(
             'snapshots',
@@ -186,20 +194,27 @@ def _summary_json(run: RunRecord, summary: RunSummary | str) -> dict[str, Any]:
 
 
 def _runs_table(
-    runs: Sequence[RunRecord], summaries: Sequence[RunSummary | str], *, show_conversation: bool
+    runs: Sequence[RunRecord], summaries: Sequence[RunSummary | str], *, show_conversation: bool, wide: bool
 ) -> list[str]:
     headers = ['RUN ID', *(['CONVERSATION'] if show_conversation else []), 'AGENT', 'STARTED (UTC)']
     headers += ['SNAPSHOTS', 'MESSAGES', 'LAST SAVED (UTC)']
     rows: list[list[str]] = []
     for run, summary in zip(runs, summaries, strict=True):
         row = [run.run_id, *([run.conversation_id or '-'] if show_conversation else []), run.agent_name or '-']
-        row.append(human_time(run.started_at))
+        row.append(human_time(run.started_at, seconds=wide))
         if isinstance(summary, str):
             row += ['?', '?', 'unreadable']
         else:
-            row += [str(summary.complete), str(summary.record_size), human_time(summary.last_saved_at)]
+            row += [str(summary.complete), str(summary.record_size), human_time(summary.last_saved_at, seconds=wide)]
         rows.append(row)
-    return table(headers, rows)
+    # The ids are the wide columns (a Temporal run id is 73 characters): shortened in the middle to fit,
+    # and times are to the minute; --wide prints them whole, to the second.
+    shrink = (0, 1, 2) if show_conversation else (0, 1)  # the ids and the agent's name
+    return table(headers, rows, max_width=None if wide else RUNS_WIDTH, shrink=shrink)
+
+
+RUNS_WIDTH = 100
+"""Columns `runs` keeps to unless `--wide`."""
 
 
 def message_json(position: int, message: ModelMessage) -> dict[str, Any]:
@@ -227,7 +242,3 @@ def _indented(text: str, width: int) -> list[str]:
     for paragraph in text.splitlines() or ['']:
         wrapped.extend(textwrap.wrap(paragraph, width=width - 4, break_on_hyphens=False) or [''])
     return ['    ' + line for line in wrapped]
-
-
-def count(number: int, noun: str) -> str:
-    return f'{number} {noun}' if number == 1 else f'{number} {noun}s'

@@ -17,8 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
-from ._errors import EXIT_ERROR, CliError, one_line
+from ._completion import complete, print_completion_script
+from ._errors import EXIT_ERROR, CliError, install_hint, one_line
 from ._parser import PROG, build_parser
+from ._text import clean
 
 __all__ = ('exit_with', 'main', 'run')
 
@@ -27,7 +29,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv` (default: `sys.argv[1:]`); return the exit status."""
     err = sys.stderr
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        complete(parser)  # a shell's Tab: answered from the parser, then the process ends
+        args = parser.parse_args(argv)
+        if args.command == 'completion':
+            return print_completion_script(args.shell, sys.stdout)
+        if args.command in ('mcp', 'ui'):
+            from ._serve import run_serve
+
+            return run_serve(args)
         from ._commands import run_command
 
         return run_command(args, sys.stdout, err)
@@ -67,7 +77,13 @@ def exit_with(status: int) -> NoReturn:
     raise SystemExit(status)
 
 
-_EXTRAS = {'psycopg': 'postgres', 'psycopg_pool': 'postgres', 'temporalio': 'temporal', 'dbos': 'dbos'}
+_EXTRAS = {
+    'psycopg': 'postgres',
+    'psycopg_pool': 'postgres',
+    'temporalio': 'temporal',
+    'dbos': 'dbos',
+    **dict.fromkeys(('mcp', 'starlette', 'jinja2', 'uvicorn'), 'serve'),
+}
 """Which extra installs a package the library imports only when a feature needs it."""
 
 
@@ -79,10 +95,10 @@ def _missing_package(error: ImportError) -> str:
     extra = _EXTRAS.get(name)
     if extra is None:
         return f'a package is missing ({error}): reinstall durable-recall with the extras you use'
-    return f"{name} is not installed: pip install 'durable-recall[{extra}]'"
+    return f'{name} is not installed: {install_hint(extra)}'
 
 
 def _fail(err: TextIO, message: str, status: int) -> int:
-    err.write(f'{PROG}: error: {one_line(message)}\n')
+    err.write(f'{PROG}: error: {clean(one_line(message), layout=False)}\n')
     err.flush()
     return status

@@ -15,7 +15,19 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-__all__ = ('Progress', 'field_lines', 'human_time', 'iso_time', 'table', 'terminal_width', 'write_json')
+from ._text import clean, json_safe
+
+__all__ = (
+    'Progress',
+    'count',
+    'field_lines',
+    'human_time',
+    'iso_time',
+    'shorten',
+    'table',
+    'terminal_width',
+    'write_json',
+)
 
 _BAR_WIDTH = 28
 _LABEL_WIDTH = 13
@@ -26,9 +38,16 @@ def iso_time(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat()
 
 
-def human_time(moment: datetime | None) -> str:
-    """`moment` in UTC to the second, for tables; `-` when there is none."""
-    return '-' if moment is None else moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')
+def human_time(moment: datetime | None, *, seconds: bool = True) -> str:
+    """`moment` in UTC to the second (or the minute), for tables; `-` when there is none."""
+    if moment is None:
+        return '-'
+    return moment.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S' if seconds else '%Y-%m-%d %H:%M')
+
+
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    """`1 run`, `2 runs`: a number and its noun, singular or plural as the number needs."""
+    return f'{number} {noun if number == 1 else plural or noun + "s"}'
 
 
 def terminal_width() -> int:
@@ -37,14 +56,36 @@ def terminal_width() -> int:
 
 
 def write_json(value: Any, out: TextIO) -> None:
-    """One JSON document, indented, with non-ASCII text kept readable."""
-    out.write(json.dumps(value, indent=2, ensure_ascii=False) + '\n')
+    """One JSON document, indented, with non-ASCII text kept readable (and no raw control character: `json_safe`)."""
+    out.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + '\n')
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    """Rows under headers in columns as wide as their widest cell; numbers align right."""
-    cells = [list(headers), *[list(row) for row in rows]]
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    max_width: int | None = None,
+    shrink: Sequence[int] = (),
+) -> list[str]:
+    """Rows under headers in columns as wide as their widest cell; numbers align right.
+
+    With `max_width`, the `shrink` columns (ids) are narrowed, widest first, until a line fits:
+    a cell too long for its column keeps its start and end around an ellipsis (`shorten`), so
+    that an id stays recognisable, and its start still works as a prefix.
+    """
+    cells = [list(headers), *[[clean(cell, layout=False) for cell in row] for row in rows]]
     widths = [max(len(row[column]) for row in cells) for column in range(len(headers))]
+    if max_width is not None and shrink:
+        over = sum(widths) + 2 * (len(widths) - 1) - max_width
+        while over > 0:
+            column = max(shrink, key=lambda index: widths[index])
+            if widths[column] <= _MIN_SHRUNK:
+                break
+            widths[column] -= 1  # a character at a time from the widest: the columns end up balanced
+            over -= 1
+        for row in cells[1:]:
+            for column in shrink:
+                row[column] = shorten(row[column], widths[column])
     numeric = [all(_is_number(row[column]) for row in cells[1:]) and len(cells) > 1 for column in range(len(headers))]
     lines: list[str] = []
     for row in cells:
@@ -65,6 +106,19 @@ def field_lines(label: str, text: str, width: int, *, indent: str = '  ') -> lis
         wrapped = textwrap.wrap(paragraph, width=max(width - len(head), 20), break_on_hyphens=False) or ['']
         lines.extend(wrapped)
     return [(head if index == 0 else hang) + line for index, line in enumerate(lines)]
+
+
+_MIN_SHRUNK = 10
+"""The narrowest a shortened id column gets (enough for an id's recognisable start and end)."""
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` in `width` characters: its start and end around `…` when it is longer."""
+    if len(text) <= width:
+        return text
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + '…' + (text[-tail:] if tail else '')
 
 
 def _is_number(cell: str) -> bool:

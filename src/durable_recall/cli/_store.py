@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._errors import CliError, one_line
+from ._errors import CliError, install_hint, one_line
 
 # What `urllib.request.pathname2url` is on each platform, without importing `urllib.request`
 # (18 ms of `http.client`, `email` and `ssl` on every command that opens a SQLite file).
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..conversations import PostgresConversationStore, SqliteConversationStore
     from ..stores import StepStore
 
-__all__ = ('OpenedConversations', 'OpenedStore', 'open_for_reading')
+__all__ = ('OpenedConversations', 'OpenedStore', 'check_writable_store', 'open_for_reading')
 
 _META_TABLE = 'dr_meta'
 _CONVERSATION_META_TABLE = 'drc_meta'
@@ -118,22 +118,49 @@ async def open_for_reading(
         await opened.store.aclose()
 
 
+def check_writable_store(path: Path) -> None:
+    """Refuse to write a step store into a SQLite file that holds some other application's tables.
+
+    The demo creates its store: a missing or empty file is fine, and so is a durable-recall store
+    (a step store, or a conversation store whose file a step store may share). Any other database
+    would silently gain the store's `dr_*` tables, so it is refused as the inspect commands refuse it.
+
+    Raises:
+        CliError: The path is not a file, not a SQLite database, or a database of something else.
+    """
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise CliError(f'{path} is not a file: pass --store PATH of a SQLite file (it is created if missing)')
+    if path.stat().st_size == 0:
+        return
+    tables = _tables(path)
+    if tables and not tables & {_META_TABLE, _CONVERSATION_META_TABLE}:
+        shown = ', '.join(sorted(tables)[:5]) + (', ...' if len(tables) > 5 else '')
+        raise CliError(
+            f'{path} is not a durable-recall store: it holds other tables ({shown}) and no {_META_TABLE} table; '
+            'the demo will not add its tables to another database: pass --store with a new file'
+        )
+
+
+def _tables(path: Path) -> set[str]:
+    """The names of the tables in the SQLite file at `path`, read read-only."""
+    try:
+        uri = f'file:{pathname2url(str(path.resolve()))}?mode=ro'
+        with sqlite3.connect(uri, uri=True) as conn:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        conn.close()
+    except sqlite3.Error as error:
+        raise CliError(f'cannot read {path} as a SQLite database: {one_line(str(error))}') from error
+    return names
+
+
 def _sqlite(path: Path, kind: str | None) -> OpenedStore | OpenedConversations:
     if not path.exists():
         raise CliError(f'no store at {path}: the file does not exist (`durable-recall demo` creates one)')
     if not path.is_file():
         raise CliError(f'no store at {path}: it is not a file')
-    try:
-        uri = f'file:{pathname2url(str(path.resolve()))}?mode=ro'
-        with sqlite3.connect(uri, uri=True) as conn:
-            found = conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-                (_META_TABLE, _CONVERSATION_META_TABLE),
-            )
-            tables = {row[0] for row in found}
-        conn.close()
-    except sqlite3.Error as error:
-        raise CliError(f'cannot read {path} as a SQLite database: {one_line(str(error))}') from error
+    tables = _tables(path)
     picked = _pick(_META_TABLE in tables, _CONVERSATION_META_TABLE in tables, kind, str(path))
     if picked == 'conversations':
         from ..conversations import SqliteConversationStore
@@ -154,7 +181,7 @@ async def _postgres(
     except ImportError as error:
         raise CliError(
             f'Postgres stores need psycopg and psycopg-pool ({error.name or error} is missing): '
-            "pip install 'durable-recall[postgres]'"
+            f'{install_hint("postgres")}'
         ) from error
     from ..stores import PostgresStepStore, redact_url
 

@@ -2,7 +2,7 @@
 
 `pydantic_ai.conversation_store` is newer than the oldest pydantic-ai durable-recall supports (2.62).
 Every module of this package takes the API's names from this module, so whichever loads first fails
-with [`PydanticAIVersionError`][durable_recall.base.PydanticAIVersionError] naming the version to
+with [`PydanticAIVersionError`][durable_recall.errors.PydanticAIVersionError] naming the version to
 install, never with a bare `ModuleNotFoundError`, and the rest of durable-recall keeps working there.
 """
 

@@ -13,7 +13,7 @@ parent). Entries only ever point at older entries, so all entries reachable from
 lineage with its head or one of its branches; a delete only has to look at the lineages the deleted
 record touched (see the stores' `delete_record`).
 
-A row that does not decode raises [`CorruptConversationError`][durable_recall.conversations.CorruptConversationError]
+A row that does not decode raises [`CorruptConversationError`][durable_recall.errors.CorruptConversationError]
 naming the conversation or entry; nothing is guessed.
 """
 

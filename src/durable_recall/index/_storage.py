@@ -14,7 +14,7 @@ Identifiers:
 * a *document* is one position of one run's record.
 
 Postings are kept per `(scope key, term)` in a few numbered chunks: an open tail that commits
-append to, and sealed chunks (see [`_chunks`][durable_recall.index._chunks]); each posting names
+append to, and sealed chunks (see [`_chunks`]); each posting names
 its document (`run_key << 32 | position`), its term frequency and the document's length. Only a
 run's own positions have postings (from `first` on): what it inherited is indexed under the run
 that persisted it.

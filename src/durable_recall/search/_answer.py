@@ -26,6 +26,7 @@ __all__ = (
     'note_for',
     'render_blocks',
     'said_at',
+    'shown_blocks',
     'no_conversation',
     'no_matches',
     'no_run',
@@ -80,12 +81,12 @@ def no_terms(query: str) -> str:
 
 def no_matches(query: str, total: int) -> str:
     """Nothing scored."""
-    return f'No matches for {echo(query)} in {total} persisted messages.'
+    return f'No matches for {echo(query)} in {_persisted(total)}.'
 
 
 def unreadable(problem: CorruptSnapshotError | CorruptRunError) -> str:
     """How the answer names a run, or a snapshot of it, that could not be read."""
-    if isinstance(problem, CorruptRunError):
+    if isinstance(problem, CorruptRunError) or problem.index < 0:  # -1: no one snapshot (a log entry, the run)
         return f'run {echo(problem.run_id)} ({problem.reason})'
     return f'run {echo(problem.run_id)}, snapshot {problem.index} ({problem.reason})'
 
@@ -110,7 +111,12 @@ def unreadable_note(problems: Sequence[str], max_bytes: int) -> str:
         used += cost
     left = len(problems) - len(named)
     if not named:
-        return f'Warning: {left} part(s) of the persisted history could not be read and were not searched.'
+        parts = (
+            'part of the persisted history could not be read and was'
+            if left == 1
+            else ('parts of the persisted history could not be read and were')
+        )
+        return f'Warning: {left} {parts} not searched.'
     return head + '; '.join(named) + (f'; and {left} more' if left else '') + '.'
 
 
@@ -179,14 +185,17 @@ def said_at(moment: float) -> str:
         return 'time unknown'
 
 
-def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> str:
+def format_blocks(
+    query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
+) -> str:
     """The answer from the first rendered blocks of `count`: those that fit `max_bytes`, and a closing line.
 
     The caller may render only as many blocks as can fit (see `blocks_fitting`); the rest are
-    counted as left out all the same.
+    counted as left out all the same. With `matched` (every matching message, counted apart from
+    windows and budget), the header says how many of them the blocks show: `3 of 12 matches`.
     """
-    kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes)
-    text = _header(query, total, len(kept)) + '\n\n' + SEPARATOR.join(kept)
+    kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes, matched=matched)
+    text = _header(query, total, len(kept), matched) + '\n\n' + SEPARATOR.join(kept)
     left = count - len(kept)
     if left:
         text += (
@@ -196,9 +205,18 @@ def format_blocks(query: str, total: int, blocks: Sequence[str], *, count: int, 
     return text
 
 
-def blocks_fitting(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int) -> int:
+def blocks_fitting(
+    query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
+) -> int:
     """How many of the first rendered blocks the answer keeps whole (rendering more cannot add to them)."""
-    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, cut=False))
+    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, cut=False, matched=matched))
+
+
+def shown_blocks(
+    query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
+) -> int:
+    """How many blocks `format_blocks` shows with the same arguments (the last one cut, if it must be)."""
+    return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, matched=matched))
 
 
 def _block(
@@ -230,18 +248,34 @@ def _block(
     return '\n'.join(out)
 
 
-def _header(query: str, total: int, count: int) -> str:
-    noun = 'match' if count == 1 else 'matches'
-    return f'{count} {noun} for {echo(query)} in {total} persisted messages:'
+def _header(query: str, total: int, count: int, matched: int | None = None) -> str:
+    if matched is None:
+        noun = 'match' if count == 1 else 'matches'
+        return f'{count} {noun} for {echo(query)} in {_persisted(total)}:'
+    noun = 'match' if matched == 1 else 'matches'
+    return f'{count} of {matched} {noun} for {echo(query)} in {_persisted(total)}:'
+
+
+def _persisted(total: int) -> str:
+    return f'{total} persisted {"message" if total == 1 else "messages"}'
 
 
 SEPARATOR = '\n\n---\n\n'
 """Between blocks."""
 
 
-def _kept(query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, cut: bool = True) -> list[str]:
+def _kept(
+    query: str,
+    total: int,
+    blocks: Sequence[str],
+    *,
+    count: int,
+    max_bytes: int,
+    cut: bool = True,
+    matched: int | None = None,
+) -> list[str]:
     kept: list[str] = []
-    used = len(_header(query, total, count).encode()) + 2
+    used = len(_header(query, total, count, matched).encode()) + 2
     for block in blocks:
         cost = len(block.encode()) + (len(SEPARATOR) if kept else 0)
         if used + cost > max_bytes - 200:  # room for the closing line

@@ -27,6 +27,8 @@ class Ask:
         similarity: For hybrid ranking, the query's similarity to each of the scope's documents
             that has a vector (`run_key << 32 | position`), fused with BM25 (`_fusion`).
         weight: The similarity side's share in fusion.
+        count: Count every matching document exactly (`Ranked.matched`): scores every match instead of
+            pruning to the best `limit` (the CLI's "N of M matches"; the tool does not ask).
     """
 
     terms: Sequence[str]
@@ -38,6 +40,7 @@ class Ask:
     limit: int | None = None
     similarity: Mapping[int, float] | None = None
     weight: float = 0.5
+    count: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,9 +52,11 @@ class Ranked:
         candidates: Best first (ties in corpus order).
         rarity: Each query term's idf.
         known_run: For a `run_id` search, whether the scope holds the run.
+        matched: With `Ask.count`, how many documents matched (after filters and fusion); else `None`.
     """
 
     total: int
     candidates: list[Candidate]
     rarity: Mapping[str, float]
     known_run: bool = True
+    matched: int | None = None

@@ -13,7 +13,7 @@ never at construction, so that defining an agent in workflow code loads nothing)
 
 It embeds a query with one torch intra-op thread, and a catch-up batch with torch's own setting
 (one thread per core), unless `DURABLE_RECALL_LOCAL_THREADS` (read when the model loads) sets
-both. Measured on 2 cores (README, Measured figures): nearly idle, one thread costs a query
+both. Measured on 2 cores (docs/performance.md): nearly idle, one thread costs a query
 little (p50 10.6 against 8.7 to 10.0 ms) and spares it torch's stalls (p90 13 to 14 against 156
 to 337 ms), while a 64-message batch takes 1.7 to 1.8 times as long; on busy cores one thread
 is faster at both (a query 20 to 29 against 119 to 262 ms, a batch 1.8 times). The count is set

@@ -163,6 +163,7 @@ class SearchEngine:
         scope: SearchScope,
         conversation_id: str | None,
         progress: Progress | None = None,
+        count_matches: bool = False,
     ) -> Outcome:
         """The search as data: the hits the answer shows and their blocks, or the fixed answer instead.
 
@@ -171,6 +172,8 @@ class SearchEngine:
             scope: `'conversation'` or `'all'`.
             conversation_id: The calling run's conversation.
             progress: Called with the runs caught up, as the scope's index catches up.
+            count_matches: Count every matching message (`Outcome.matched`), apart from windows,
+                `max_matches` and the budget: exact, so it scores every match (the tool does not ask).
         """
         if scope == 'conversation' and conversation_id is None:
             return Outcome(fixed=_answer.no_conversation())
@@ -200,6 +203,7 @@ class SearchEngine:
                 limit=self.max_matches if request.order == 'relevance' else None,
                 similarity=similarity,
                 weight=self.hybrid_weight,
+                count=count_matches,
             )
             while True:
                 ranked = await ranker.rank(ask)
@@ -218,13 +222,16 @@ class SearchEngine:
                 fixed = _answer.no_terms(query)
             elif not ranked.candidates:
                 fixed = _answer.no_matches(query, ranked.total)
+            matched = ranked.matched if count_matches else None
             if fixed is not None:
-                return Outcome(fixed=fixed, unreadable=self._unreadable(), notes=notes)
+                return Outcome(fixed=fixed, unreadable=self._unreadable(), notes=notes, matched=matched)
             candidates = ranked.candidates
             if request.order != 'relevance':
                 times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
                 candidates = sorted(candidates, key=lambda found: times[id(found)], reverse=request.order == 'newest')
-            outcome = Outcome(query=query, total=ranked.total, terms=terms, rarity=ranked.rarity, notes=notes)
+            outcome = Outcome(
+                query=query, total=ranked.total, terms=terms, rarity=ranked.rarity, notes=notes, matched=matched
+            )
             window = await ranker.windows(self.context_lines, candidates)
             chosen = self._distinct(candidates, window)
             outcome = await self._shown(outcome, chosen, [window(found) for found in chosen])
@@ -268,7 +275,9 @@ class SearchEngine:
             blocks += _answer.render_blocks(
                 batch, shown, terms=outcome.terms, rarity=outcome.rarity, skip_tools=self.skip_tools
             )
-            fitting = _answer.blocks_fitting(outcome.query, outcome.total, blocks, count=count, max_bytes=max_bytes)
+            fitting = _answer.blocks_fitting(
+                outcome.query, outcome.total, blocks, count=count, max_bytes=max_bytes, matched=outcome.matched
+            )
             if fitting < len(blocks):
                 break
         if not loaded:

@@ -27,6 +27,9 @@ class Outcome:
         blocks: The rendered blocks of `hits` (hits an earlier block already showed have none).
         count: How many blocks the search chose in all (blocks beyond `blocks` were left unread).
         notes: Other notes the answer ends with (a hybrid search whose embedder failed).
+        matched: Every matching message, counted apart from windows, `max_matches` and the budget,
+            when the search was asked to count them (`SearchEngine.rank(count_matches=True)`); the
+            answer's header then says `N of M matches`.
     """
 
     fixed: str | None = None
@@ -39,6 +42,7 @@ class Outcome:
     blocks: list[str] = field(default_factory=list[str])
     count: int = 0
     notes: list[str] = field(default_factory=list[str])
+    matched: int | None = None
 
     def answer(self, max_result_bytes: int) -> str:
         """The text the model reads, within `max_result_bytes` of UTF-8."""
@@ -46,4 +50,17 @@ class Outcome:
         if self.fixed is not None:
             return _answer.fit(self.fixed + note, max_result_bytes)
         max_bytes = max_result_bytes - len(note.encode())
-        return _answer.format_blocks(self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes) + note
+        text = _answer.format_blocks(
+            self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes, matched=self.matched
+        )
+        return text + note
+
+    def shown(self, max_result_bytes: int) -> int:
+        """How many of `hits` the answer within `max_result_bytes` shows as blocks (0 for a fixed answer)."""
+        if self.fixed is not None:
+            return 0
+        note = _answer.note_for(self.unreadable, max_result_bytes) + ''.join(f'\n\n{text}' for text in self.notes)
+        max_bytes = max_result_bytes - len(note.encode())
+        return _answer.shown_blocks(
+            self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes, matched=self.matched
+        )

@@ -184,7 +184,8 @@ class Ranker:
             scored_terms.append((term, term_idf, matches))
         # Pruning needs the best `limit` to be the answer's; filters and fusion decide that only afterwards.
         near = ask.similarity
-        scores = top_scores(scored_terms, length / total, params, None if filters.active or near is not None else limit)
+        exact = filters.active or near is not None or ask.count
+        scores = top_scores(scored_terms, length / total, params, None if exact else limit)
         if near is not None and only is not None:
             near = {key: value for key, value in near.items() if key >> 32 == only.row.run_key}
         if filters.active:
@@ -192,12 +193,13 @@ class Ranker:
             near = None if near is None else await self._filtered(scope, near, filters)
         if near is not None:
             scores = fuse(scores, near, weight=ask.weight)
+        matched = len(scores) if ask.count else None
         best = await self._best(scope, scores, limit)
         candidates = [
             Candidate(run.row.run_id, run.row.run_key, 0 if only else run.row.first, run.size, key & _POSITION, score)
             for key, score, run in best
         ]
-        return Ranked(total=total, candidates=candidates, rarity=rarity)
+        return Ranked(total=total, candidates=candidates, rarity=rarity, matched=matched)
 
     async def _best(
         self, scope: CachedScope, scores: dict[int, float], limit: int | None

@@ -4,12 +4,25 @@
 hosts. All share one layout (a per-run message log plus per-snapshot log ranges) and one behaviour
 suite. Every store loads on first use, so importing this package (which Temporal's sandbox does
 for every workflow run) loads no driver.
+
+The records a store reads and writes are exported here too ([`RunRecord`][durable_recall.stores.RunRecord],
+[`Snapshot`][durable_recall.stores.Snapshot], [`SnapshotDelta`][durable_recall.stores.SnapshotDelta], ...):
+they are defined in the base layer, which every layer shares.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..base import (
+    PersistBatch,
+    RunRecord,
+    RunRegistration,
+    Segment,
+    Snapshot,
+    SnapshotDelta,
+    SnapshotState,
+)
 from ._erasure import (
     ErasableStore,
     Erased,
@@ -42,9 +55,16 @@ __all__ = (
     'MemoryIndex',
     'PendingMark',
     'PendingMarks',
+    'PersistBatch',
     'PostgresStepStore',
     'Pruned',
+    'RunRecord',
+    'RunRegistration',
     'ScrubReport',
+    'Segment',
+    'Snapshot',
+    'SnapshotDelta',
+    'SnapshotState',
     'SqliteStepStore',
     'StepStore',
     'erase_conversation',

@@ -1,6 +1,6 @@
 """Planning a batch of snapshot writes: the rows a store inserts, checked against each run's tip.
 
-Writing is shared by the SQL stores: [`BatchWrite`][durable_recall.stores._batch_write.BatchWrite]
+Writing is shared by the SQL stores: [`BatchWrite`]
 checks each delta of a batch against its run's tip and builds the rows to insert, and a store only
 reads tips and bases and runs the inserts. A log row holds a body (JSON text, or compressed bytes,
 see `durable_recall.base._codec`); the entries a run inherits from a run of its own conversation

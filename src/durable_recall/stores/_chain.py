@@ -7,7 +7,7 @@ steps times history length.
 
 A run's first snapshot may be based on another run's snapshot (the history a conversation's next
 run inherits). Its log then starts with the inherited entries, in snapshot order, each naming a
-position of the base snapshot ([`Inherited`][durable_recall.stores._chain.Inherited]); the store
+position of the base snapshot ([`Inherited`]); the store
 keeps such an entry as a reference to the base run's entry, or as a copy of its body when the base
 run belongs to another conversation (see the stores). Either way the run's own log numbering is
 the same, so `Snapshot.seqs` and `read_messages` mean own-log numbers.

@@ -2,7 +2,7 @@
 
 A run whose first snapshot builds on a snapshot of another run of its conversation does not copy
 the messages it inherits. Its log holds *reference ranges* instead, one row per stretch:
-[`RefRange`][durable_recall.stores._log_refs.RefRange] `(run_id, seq, count, ref_run_id, ref_seq)`
+[`RefRange`] `(run_id, seq, count, ref_run_id, ref_seq)`
 says that entries `seq .. seq + count - 1` of `run_id` are entries `ref_seq ..` of `ref_run_id`.
 Entries with a body of their own stay rows of the message table.
 
@@ -32,6 +32,7 @@ __all__ = (
     'BaseEntry',
     'RefRange',
     'ResolvedRow',
+    'owners_of',
     'reference_ranges',
     'resolved_logs',
     'spans',
@@ -173,3 +174,21 @@ def spans(seqs: Iterable[int]) -> list[LogRange]:
         else:
             out.append((seq, seq + 1))
     return out
+
+
+def owners_of(rows: Iterable[tuple[str, int, int, int, int]], seqs: Iterable[int]) -> dict[int, tuple[str, int]]:
+    """Where each of one run's entries `seqs` lives: `(run_id, seq)` of the row meant to hold its body.
+
+    `rows` are a resolving read's `want` rows for that run, `(run_id, first, stop, shift, hops)`
+    (see the stores' `log_owners`): the deepest one covering an entry is where its references lead.
+    Found whether or not the body is still there, so a missing or damaged body is named where it
+    lives, not in every run that inherited it.
+    """
+    ordered = sorted(rows, key=lambda row: -row[4])
+    owners: dict[int, tuple[str, int]] = {}
+    for seq in seqs:
+        for run_id, first, stop, shift, _ in ordered:
+            if first <= seq - shift < stop:
+                owners[seq] = (run_id, seq - shift)
+                break
+    return owners

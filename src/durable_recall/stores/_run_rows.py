@@ -2,7 +2,7 @@
 
 Both SQL stores hold the same tables, so turning a row back into a record, and refusing a row
 that cannot be turned back, lives here once. A run row whose labels or start time do not decode
-raises [`CorruptRunError`][durable_recall.CorruptRunError] naming the run, never a guess.
+raises [`CorruptRunError`][durable_recall.errors.CorruptRunError] naming the run, never a guess.
 """
 
 from __future__ import annotations

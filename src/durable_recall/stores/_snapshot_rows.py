@@ -3,7 +3,7 @@
 A snapshot row holds its log ranges as compact JSON; its messages are the run's log entries the
 ranges name, each a body (JSON text, or compressed bytes, see `durable_recall.base._codec`). A row
 that does not decode, or names an entry that is missing, raises
-[`CorruptSnapshotError`][durable_recall.CorruptSnapshotError] naming the run and the snapshot: a
+[`CorruptSnapshotError`][durable_recall.errors.CorruptSnapshotError] naming the run and the snapshot: a
 reader must never be handed a history with a silent hole in it.
 """
 

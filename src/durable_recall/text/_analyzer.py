@@ -15,7 +15,7 @@ The tokenizer (`_tokenize`) finds words and normalises them (NFKC, casefold). Th
 
 Why stemming: on a long chat, the words a question uses are often another form of the words the
 answer used ("visit" for "visited"); measured with `python -m benchmarks.run --workload recall`,
-stemming is the largest single gain in evidence recall (see the README). Snowball English and
+stemming is the largest single gain in evidence recall (see docs/performance.md). Snowball English and
 the original Porter scored the same on both seeds; English is the default, being the one the
 Snowball project recommends for English (it fixes Porter's known over- and under-stemming).
 Snowball through

@@ -61,7 +61,7 @@ class PostgresConversationStore(ConversationStore):
                 and never closed here.
             schema: Keep the tables in this schema (created if missing) instead of the search path.
             connect_timeout: Seconds to wait for the server before raising
-                [`StoreUnavailableError`][durable_recall.StoreUnavailableError].
+                [`StoreUnavailableError`][durable_recall.errors.StoreUnavailableError].
             max_size: The most connections the store's own pool opens.
 
         Raises:

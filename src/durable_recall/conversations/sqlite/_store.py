@@ -52,7 +52,7 @@ class SqliteConversationStore(ConversationStore):
         Args:
             database: The SQLite file; its directory must exist and be writable.
             busy_timeout: Seconds a write waits for another process's write lock before it raises
-                [`StoreUnavailableError`][durable_recall.StoreUnavailableError].
+                [`StoreUnavailableError`][durable_recall.errors.StoreUnavailableError].
 
         Raises:
             StoreConfigurationError: `database` is not a path, the file cannot be created or opened

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, LiteralString
 
 from ...base import CorruptSnapshotError
 from .._erasure import ScrubReport
+from .._pending import PendingMark
 from ._index import forget_conversation, lock_conversation
 from ._index_writer import BUMP_GENERATION, SCOPE_KEY
 from ._reads import logs
@@ -30,7 +31,15 @@ if TYPE_CHECKING:
 
     from ._connect import PostgresConnector
 
-__all__ = ('SCRUBBED_TABLES', 'delete_run', 'delete_runs_of', 'idle_conversations', 'scrub')
+__all__ = (
+    'SCRUBBED_TABLES',
+    'delete_idle',
+    'delete_run',
+    'delete_runs_of',
+    'idle_conversations',
+    'pending_marks',
+    'scrub',
+)
 
 SCRUBBED_TABLES: tuple[LiteralString, ...] = (
     'messages',
@@ -96,6 +105,35 @@ async def delete_runs_of(
             await cur.execute(db.sql('DELETE FROM {' + table + '} WHERE run_id = ANY(%s)'), (run_ids,))
     await forget_conversation(cur, db, conversation_id, run_ids)
     return len(run_ids)
+
+
+async def delete_idle(db: PostgresConnector, conversation_id: str, before: datetime) -> int | None:
+    """`delete_runs_of` with `before`, in a transaction of its own, rolled back when the conversation is active."""
+    try:
+        async with db.transaction() as cur:
+            deleted = await delete_runs_of(cur, db, conversation_id, before)
+            if deleted is None:
+                raise _StillActive
+    except _StillActive:
+        return None
+    return deleted
+
+
+class _StillActive(Exception):
+    """Rolls back a delete of a conversation that was active after all (`delete_idle`)."""
+
+
+async def pending_marks(db: PostgresConnector) -> list[PendingMark]:
+    """Every pending row as stored, with its run's conversation and last snapshot (`PendingMarks`; for `check`)."""
+    async with db.read() as cur:
+        await cur.execute(
+            db.sql(
+                'SELECT p.conversation_id, p.run_id, p.upto, r.run_id IS NOT NULL, r.conversation_id,'
+                ' (SELECT MAX(s.idx) FROM {snapshots} AS s WHERE s.run_id = p.run_id)'
+                ' FROM {pending} AS p LEFT JOIN {runs} AS r ON r.run_id = p.run_id ORDER BY p.run_id'
+            )
+        )
+        return [PendingMark(*row) for row in await cur.fetchall()]
 
 
 async def delete_run(cur: AsyncCursor[TupleRow], db: PostgresConnector, run_id: str) -> bool:

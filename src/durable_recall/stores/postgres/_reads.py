@@ -6,13 +6,13 @@ connection is back in the pool.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, LiteralString
 
 from ...base import RunRecord, StoredBody
 from .._chain import LogRange
-from .._log_refs import MAX_HOPS, BaseEntry, resolved_logs
+from .._log_refs import MAX_HOPS, BaseEntry, owners_of, resolved_logs, spans
 from .._run_rows import run_record
 from .._snapshot_rows import SnapshotRow
 from ._connect import PostgresConnector
@@ -26,6 +26,7 @@ __all__ = (
     'RUN_COLUMNS',
     'SNAPSHOT_COLUMNS',
     'log_entries',
+    'log_owners',
     'logs',
     'owned_entries',
     'run_from_row',
@@ -76,6 +77,9 @@ _LOGS: LiteralString = (
     ' SELECT origin, first + shift, stop + shift, NULL, NULL FROM want WHERE hops = 1'
 )
 """The bodies of the entries asked for (text, or compressed bytes), and which of them references cover."""
+
+_OWNERS: LiteralString = _WANT + ' SELECT w.run_id, w.first, w.stop, w.shift, w.hops FROM want AS w'
+"""Every stretch the entries asked for lead to, references followed (see `owners_of`)."""
 
 _OWNED: dict[bool, LiteralString] = {
     True: _WANT + ' SELECT m.seq + w.shift, w.run_id, m.seq, w.hops, m.body, m.data' + _JOIN_BODIES,
@@ -147,3 +151,14 @@ async def owned_entries(
         for seq, owner, at, hops, text, data in await cur.fetchall()
         if not bodies or text is not None or data is not None
     }
+
+
+async def log_owners(
+    cur: AsyncCursor[TupleRow], db: PostgresConnector, run_id: str, seqs: Sequence[int]
+) -> dict[int, tuple[str, int]]:
+    """Where the run's entries `seqs` keep their bodies, `(run_id, seq)`, references followed (see `owners_of`)."""
+    await cur.execute(db.sql(_OWNERS), _params((run_id, first, end) for first, end in spans(seqs)))
+    found = await cur.fetchall()
+    return owners_of(
+        [(str(run), int(first), int(stop), int(shift), int(hops)) for run, first, stop, shift, hops in found], seqs
+    )

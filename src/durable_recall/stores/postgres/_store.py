@@ -27,12 +27,23 @@ from .._snapshot_rows import (
     log_span,
 )
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
+from ._erase import delete_idle as _erase_delete_idle
 from ._erase import delete_run as _erase_delete_run
 from ._erase import delete_runs_of as _erase_delete_runs_of
 from ._erase import idle_conversations as _erase_idle_conversations
+from ._erase import pending_marks as _erase_pending_marks
 from ._erase import scrub as _erase_scrub
 from ._index import PostgresIndex
-from ._reads import LIST_RUNS, RUN_COLUMNS, SNAPSHOT_COLUMNS, log_entries, logs, run_from_row, snapshot_from_row
+from ._reads import (
+    LIST_RUNS,
+    RUN_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    log_entries,
+    log_owners,
+    logs,
+    run_from_row,
+    snapshot_from_row,
+)
 from ._vectors import PostgresVectors
 from ._writes import write_batch
 
@@ -78,7 +89,7 @@ class PostgresStepStore:
             pool: A caller-owned psycopg async pool, used instead of `url` and never closed here.
             schema: Keep the tables in this schema (created if missing) instead of the search path.
             connect_timeout: Seconds to wait for the server before raising
-                [`StoreUnavailableError`][durable_recall.StoreUnavailableError].
+                [`StoreUnavailableError`][durable_recall.errors.StoreUnavailableError].
             max_size: The most connections the store's own pool opens.
 
         Raises:
@@ -311,18 +322,22 @@ class PostgresStepStore:
 
     async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
         """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
-        try:
-            async with self._transaction() as cur:
-                deleted = await _erase_delete_runs_of(cur, self._db, conversation_id, before)
-                if deleted is None:
-                    raise _StillActive
-        except _StillActive:
-            return None
-        return deleted
+        return await _erase_delete_idle(self._db, conversation_id, before)
 
     async def scrub(self) -> ScrubReport:
         """`VACUUM FULL` the tables deletes touch (exclusive locks while each is rewritten): see `_erase.scrub`."""
         return await _erase_scrub(self._db)
+
+    async def log_owners(self, run_id: str, seqs: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """Where the run's log entries `seqs` keep their bodies: `(run_id, seq)`, their own or an earlier run's.
+
+        An inherited entry is a reference; `durable-recall check` names a damaged or missing body
+        once, in the run that holds it, rather than in every run that inherited it.
+        """
+        if not seqs:
+            return {}
+        async with self._read() as cur:
+            return await log_owners(cur, self._db, run_id, sorted(set(seqs)))
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         if not seqs:
@@ -362,15 +377,7 @@ class PostgresStepStore:
 
     async def pending_marks(self) -> list[PendingMark]:
         """Every pending row as stored, with its run's conversation and last snapshot (`PendingMarks`)."""
-        async with self._read() as cur:
-            await cur.execute(
-                self._sql(
-                    'SELECT p.conversation_id, p.run_id, p.upto, r.run_id IS NOT NULL, r.conversation_id,'
-                    ' (SELECT MAX(s.idx) FROM {snapshots} AS s WHERE s.run_id = p.run_id)'
-                    ' FROM {pending} AS p LEFT JOIN {runs} AS r ON r.run_id = p.run_id ORDER BY p.run_id'
-                )
-            )
-            return [PendingMark(*row) for row in await cur.fetchall()]
+        return await _erase_pending_marks(self._db)
 
     def index_storage(self) -> PostgresIndex:
         return self._index
@@ -389,7 +396,3 @@ _INLINE_ENCODE = 64 * 1024
 
 _INLINE_DECODE = 32 * 1024
 """`read_logs` decodes fewer stored bytes than this on the event loop (a thread hop costs more)."""
-
-
-class _StillActive(Exception):
-    """Rolls back a delete of a conversation that was active after all (`delete_idle_conversation`)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...base import CorruptRunError, CorruptSnapshotError, StoredBody
 from .._chain import LogRange
-from .._log_refs import MAX_HOPS, BaseEntry, ResolvedRow, resolved_logs, spans
+from .._log_refs import MAX_HOPS, BaseEntry, ResolvedRow, owners_of, resolved_logs, spans
 from .._run_rows import missing_run, stored_name
 from .._snapshot_rows import SnapshotRow, check_consecutive, log_span
 from ._connection import transaction
@@ -27,6 +27,7 @@ __all__ = (
     'latest_snapshot_row',
     'log_entries',
     'log_numbers',
+    'log_owners',
     'log_span_entries',
     'logs',
     'mistyped_rows',
@@ -230,6 +231,19 @@ def _check_numbered(run_ids: Sequence[str], conn: sqlite3.Connection) -> None:
 def log_numbers(conn: sqlite3.Connection, run_id: str, seqs: Sequence[int]) -> dict[int, StoredBody | None]:
     """The run's log entries with these numbers (call inside a transaction)."""
     return logs(conn, [(run_id, first, end) for first, end in spans(seqs)]).get(run_id, {})
+
+
+def log_owners(conn: sqlite3.Connection, run_id: str, seqs: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """Where the run's entries `seqs` keep their bodies, `(run_id, seq)`, references followed (see `owners_of`)."""
+    rows: list[tuple[str, int, int, int, int]] = []
+    select = (
+        ' SELECT r.run_id, w.first, w.stop, w.shift, w.hops FROM want AS w JOIN dr_runs AS r ON r.run_no = w.run_no'
+    )
+    for chunk in chunked(spans(seqs), _RANGES_PER_QUERY):
+        rows += conn.execute(
+            _want(len(chunk)) + select, [value for first, end in chunk for value in (run_id, first, end)]
+        )
+    return owners_of(rows, seqs)
 
 
 def log_span_entries(conn: sqlite3.Connection, run_id: str, first: int, end: int) -> dict[int, StoredBody | None]:

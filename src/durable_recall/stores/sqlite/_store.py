@@ -74,7 +74,7 @@ class SqliteStepStore:
         Args:
             database: The SQLite file; its directory must exist and be writable.
             busy_timeout: Seconds a write waits for another process's write lock before it
-                raises [`StoreUnavailableError`][durable_recall.StoreUnavailableError].
+                raises [`StoreUnavailableError`][durable_recall.errors.StoreUnavailableError].
 
         Raises:
             StoreConfigurationError: The file cannot be created or opened for writing, is not a
@@ -267,6 +267,20 @@ class SqliteStepStore:
                 return _reads.logs(conn, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)])
 
         return read
+
+    async def log_owners(self, run_id: str, seqs: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """Where the run's log entries `seqs` keep their bodies: `(run_id, seq)`, their own or an earlier run's.
+
+        An inherited entry is a reference; `durable-recall check` names a damaged or missing body
+        once, in the run that holds it, rather than in every run that inherited it.
+        """
+        wanted = sorted(set(seqs))
+
+        def read(conn: sqlite3.Connection) -> dict[int, tuple[str, int]]:
+            with transaction(conn, 'BEGIN'):
+                return _reads.log_owners(conn, run_id, wanted)
+
+        return await self._db.call(read)
 
     async def mistyped_rows(self) -> list[tuple[str, str]]:
         """Rows holding a value of another type than its column declares, as `(run, what)`: a full scan.
