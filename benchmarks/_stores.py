@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from durable_recall import StepStore
 from durable_recall.index import IndexedRunRow, IndexStorage, Posting, RunCommit, decode_chunk, decode_ints
+from durable_recall.stores._snapshot_sum import snapshot_checksum
 
 __all__ = ('StoreSize', 'StoreSpec', 'clone_conversation', 'postgres_size', 'sqlite_size')
 
@@ -159,6 +160,7 @@ class _Database:
     def connect(cls, spec: StoreSpec) -> Generator[_Database]:
         if spec.kind == 'sqlite':
             with closing(sqlite3.connect(spec.target, isolation_level=None)) as conn:
+                conn.create_function('dr_snapshot_checksum', 5, snapshot_checksum, deterministic=True)
                 yield cls(spec, conn)
             return
         import psycopg
@@ -199,14 +201,16 @@ class _Database:
             if not columns:
                 continue
             names = ', '.join(f'"{column}"' for column in columns)
-            values = ', '.join(_copied_value(column) for column in columns)
+            values = ', '.join(_copied_value(column, self._spec.kind) for column in columns)
             if table == 'runs':
                 where = 'x.conversation_id = ?'
             elif 'run_no' in columns:
                 where = 'x.run_no IN (SELECT run_no FROM {runs} WHERE conversation_id = ?)'
             else:
                 where = 'x.run_id IN (SELECT run_id FROM {runs} WHERE conversation_id = ?)'
-            suffixes = [suffix] * sum(column in _SUFFIXED or column in _NUMBERED for column in columns)
+            suffixes = [suffix] * sum(
+                column in _SUFFIXED or column in _NUMBERED or column == 'checksum' for column in columns
+            )
             query = f'INSERT INTO {{{table}}} ({names}) SELECT {values} FROM {{{table}}} AS x WHERE {where}'
             count = self.query(query, *suffixes, source).rowcount
             if table == 'messages':
@@ -247,8 +251,18 @@ class _Database:
         return held
 
 
-def _copied_value(column: str) -> str:
-    """What a copy's row holds in `column`: the source row's value, its id suffixed, or the copy's run number."""
+def _copied_value(column: str, kind: str) -> str:
+    """What a copy's row holds in `column`: the source row's value, its id suffixed, or the copy's run number.
+
+    A snapshot's checksum covers its run id (schema version 14): the copy's is computed for its own.
+    """
+    if column == 'checksum':
+        copied = 'x.run_id || ?'
+        if kind == 'sqlite':
+            return f'dr_snapshot_checksum({copied}, x.idx, x.state, x.ranges, x.size)'
+        return (
+            f"left(md5(x.idx::text || '|' || x.state || '|' || x.size::text || '|' || x.ranges || '|' || {copied}), 16)"
+        )
     if column in _SUFFIXED:
         return f'x."{column}" || ?'
     if column in _NUMBERED:

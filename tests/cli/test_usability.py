@@ -13,6 +13,7 @@ import pytest
 
 from durable_recall.cli._demo import model_failure
 from durable_recall.cli._search import LOADING_NOTE, loading_note
+from durable_recall.stores._snapshot_sum import snapshot_checksum
 
 from ._support import OTHER, SUPPORT, Populated, run_cli
 
@@ -73,7 +74,12 @@ class TestRunIds:
         long_id = 'support-agent-workflow-0123456789abcdef/0193f1c2-aaaa-7bbb-8ccc-0123456789ab'
         with closing(sqlite3.connect(store)) as conn, conn:
             conn.execute('UPDATE dr_runs SET run_id = ? WHERE run_id = ?', (long_id, populated.support_runs[0]))
-            conn.execute('UPDATE dr_snapshots SET run_id = ? WHERE run_id = ?', (long_id, populated.support_runs[0]))
+            conn.create_function('dr_snapshot_checksum', 5, snapshot_checksum)  # a row's checksum covers its run id
+            conn.execute(
+                'UPDATE dr_snapshots SET run_id = ?1, checksum = dr_snapshot_checksum(?1, idx, state, ranges, size)'
+                ' WHERE run_id = ?2',
+                (long_id, populated.support_runs[0]),
+            )
         narrow = run_cli(capsys, ['runs', '--store', str(store), '--all'])
         assert narrow.status == 0
         assert max(len(line) for line in narrow.out.splitlines()) <= 100

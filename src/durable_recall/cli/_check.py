@@ -12,6 +12,8 @@ clean is what a search will find clean:
   every body decodes with its CRC-32 intact (a store's reads check all of that per snapshot);
 * the log entries no snapshot names (gaps among the named ones, and past the last), read by
   number, so a damaged body is found even where no snapshot would show it;
+* the index's pending marks (runs saved since the index read them): each names a run the store
+  holds, under its conversation, with snapshots up to the index it records (`stores._pending`);
 * the search index against the snapshots (see `_check_index`).
 
 One line per problem (`run <id> snapshot <n>: <what>`), then a summary; exit 1 on any problem.
@@ -30,7 +32,7 @@ from typing import Any, TextIO
 
 from ..base import CorruptRunError, CorruptSnapshotError, RunRecord
 from ..index import Indexer, SnapshotFeed
-from ..stores import SqliteStepStore, StepStore
+from ..stores import PendingMarks, SqliteStepStore, StepStore, pending_mark_problem
 from ._check_index import check_index
 from ._check_report import Report
 from ._output import Progress, count, write_json
@@ -67,6 +69,7 @@ async def check_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
         for record in records:
             await _check_run(store, record.run_id, report)
             progress.advance()
+    await _check_pending(store, report)
     await check_index(store, records, report)
     for (owner, seq), runs in report.inherited.items():
         shown = ', '.join(runs[:3]) + (f' and {len(runs) - 3} more' if len(runs) > 3 else '')
@@ -112,6 +115,15 @@ async def _check_types(store: StepStore, report: Report) -> None:
             report.add(run_id, None, what)
         for run, what in await store.unowned_log_rows():
             report.add(run, None, what)
+
+
+async def _check_pending(store: StepStore, report: Report) -> None:
+    """Name pending marks that no catch-up would clear (`stores._pending`); their runs' snapshots are read anyway."""
+    if isinstance(store, PendingMarks):
+        for mark in await store.pending_marks():
+            problem = pending_mark_problem(mark)
+            if problem is not None:
+                report.add(mark.run_id, None, problem)
 
 
 async def _records(store: StepStore, report: Report) -> list[RunRecord]:

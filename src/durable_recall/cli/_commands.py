@@ -112,6 +112,10 @@ async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     async with open_for_reading(
         args.store, schema=args.schema, connect_timeout=args.connect_timeout, kind=args.kind
     ) as opened:
+        if args.command in ('delete', 'prune'):
+            from ._erase import run_erasure
+
+            return await run_erasure(opened, args, out, err)
         if isinstance(opened, OpenedConversations):
             from ._conversation_store import run_on_conversation_store
 

@@ -182,7 +182,56 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _serve_parsers(commands)
+    _erasure_parsers(commands, store)
     return parser
+
+
+_DURATION_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 604800}
+
+
+def _duration(text: str) -> float:
+    """`90d`, `12h`, `30m`, `45s` or `2w` as seconds (positive)."""
+    number, unit = text.strip()[:-1], text.strip()[-1:].lower()
+    if unit not in _DURATION_UNITS or not number.isdigit() or int(number) <= 0:
+        raise argparse.ArgumentTypeError(
+            f'expected a positive whole number and a unit (s, m, h, d, w), like 90d; got {text!r}'
+        )
+    return int(number) * _DURATION_UNITS[unit]
+
+
+def _erasure_parsers(commands: Any, store: _Parser) -> None:
+    """`delete` and `prune` (see `_erase`)."""
+    confirm = _Parser(add_help=False)
+    confirm.add_argument('--yes', action='store_true', help='do not ask for confirmation (required without a terminal)')
+    delete = commands.add_parser(
+        'delete',
+        parents=[store, confirm],
+        help='erase a conversation or a run: its rows, index entries and vectors, and their bytes in the files',
+        description=(
+            'Delete one conversation (every run, snapshot, message, search index entry and vector it has) or one run '
+            '(runs that inherited its messages keep copies; its conversation is re-indexed without it), then scrub '
+            'the database so that no byte of it stays in the files (SQLite: the write-ahead log is emptied; Postgres: '
+            'VACUUM FULL of the touched tables, which locks each while it is rewritten). Prints what it will remove '
+            'and asks first; --yes skips the question.'
+        ),
+    )
+    target = delete.add_mutually_exclusive_group(required=True)
+    target.add_argument('--conversation', metavar='ID', help='delete this conversation')
+    target.add_argument('--run', metavar='ID', help='delete this run (a step store only)')
+    prune = commands.add_parser(
+        'prune',
+        parents=[store, confirm],
+        help='erase every conversation idle for longer than a given age',
+        description=(
+            'Delete every conversation with no run started and no snapshot saved (a conversation store: no save) '
+            'for --idle-for, then scrub the database as `delete` does. Safe while writers run: a conversation '
+            'saved to after the listing is kept. Running it again deletes nothing more.'
+        ),
+    )
+    prune.add_argument(
+        '--idle-for', required=True, type=_duration, metavar='AGE', help='the idle age: 90d, 12h, 30m, 45s or 2w'
+    )
+    prune.add_argument('--dry-run', action='store_true', help='list what would be deleted; delete nothing')
 
 
 def _demo_parser(commands: Any) -> None:

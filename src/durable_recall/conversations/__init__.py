@@ -35,6 +35,7 @@ from ._durable import (
 from ._entry_log import EntryLog, IndexedConversation, LogRun
 from ._errors import CorruptConversationError
 from ._idempotent import ConversationSaved, idempotent_save, save_revision
+from ._retention import prune_idle_records
 from ._source import ConversationStoreSource
 
 # Messages are encoded and decoded from this layer's first call on: build pydantic-ai's message
@@ -63,6 +64,7 @@ __all__ = (
     'UpdateConversation',
     'UpdatedConversation',
     'idempotent_save',
+    'prune_idle_records',
     'save_revision',
 )
 

@@ -23,6 +23,17 @@ from ..base import (
     SnapshotDelta,
     SnapshotState,
 )
+from ._erasure import (
+    ErasableStore,
+    Erased,
+    IdleConversation,
+    Pruned,
+    ScrubReport,
+    erase_conversation,
+    erase_run,
+    prune_idle,
+)
+from ._pending import PendingMark, PendingMarks, pending_mark_problem
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
 from ._url import open_spec_store, open_store, redact_url
@@ -36,21 +47,32 @@ __all__ = (
     'BatchSaver',
     'ConversationSummaries',
     'ConversationSummary',
+    'ErasableStore',
+    'Erased',
+    'IdleConversation',
     'InMemoryStepStore',
     'LogBodies',
     'MemoryIndex',
+    'PendingMark',
+    'PendingMarks',
     'PersistBatch',
     'PostgresStepStore',
+    'Pruned',
     'RunRecord',
     'RunRegistration',
+    'ScrubReport',
     'Segment',
     'Snapshot',
     'SnapshotDelta',
     'SnapshotState',
     'SqliteStepStore',
     'StepStore',
+    'erase_conversation',
+    'erase_run',
     'open_spec_store',
     'open_store',
+    'pending_mark_problem',
+    'prune_idle',
     'redact_url',
     'summarize_conversations',
 )

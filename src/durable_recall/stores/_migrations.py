@@ -112,6 +112,13 @@ order) and reads back exactly as before. A log row naming a run that has no run 
 numbered: the upgrade then fails whole, naming such rows, and the file stays at version 12.
 Snapshot rows keep the run's id, so that a run row lost to damage is still named by its snapshots.
 
+Version 14 (both dialects) adds `dr_snapshots.checksum`: the first 16 hex digits of the MD5 of the
+row's index, state, size, ranges and run id (`_snapshot_sum`), written with every row and verified
+on every read, so that a row whose ranges were rewritten to another valid list (a reordered
+history of the same size) is named as damage instead of read as a different snapshot. The upgrade
+computes the checksum of every existing row (SQLite through a Python function the connection
+registers, Postgres with `md5()`), rewriting the snapshot table once.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import LiteralString
 
 from ._ref_ranges import REF_RANGES
+from ._snapshot_sum import POSTGRES_SNAPSHOT_CHECKSUM
 
 __all__ = ('ANALYZER_ROW', 'POSTGRES_META', 'POSTGRES_MIGRATIONS')
 
@@ -218,5 +219,12 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     ),
     (
         # Version 13 changes only SQLite (the log's integer run numbers): Postgres keeps its tables.
+    ),
+    (
+        # Version 14: each snapshot row carries a checksum of its key and contents (`_snapshot_sum`),
+        # verified on every read; an upgraded store's rows get theirs here.
+        # IF NOT EXISTS: a database a test set back to an older version keeps its column.
+        'ALTER TABLE {snapshots} ADD COLUMN IF NOT EXISTS checksum TEXT',
+        f'UPDATE {{snapshots}} SET checksum = {POSTGRES_SNAPSHOT_CHECKSUM}',
     ),
 )

@@ -26,6 +26,7 @@ from ..base import (
     stored_time,
 )
 from ._chain import LogRange, ranges_size, snapshot_seqs
+from ._snapshot_sum import snapshot_checksum
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -61,6 +62,7 @@ class SnapshotRow:
             from SQLite (ISO text in a row written before schema version 11 that did not convert).
         ranges: The stored log ranges as JSON text.
         size: The stored message count, checked against the ranges.
+        checksum: The stored checksum of the row (`_snapshot_sum`), checked before anything else is read.
     """
 
     run_id: str
@@ -70,6 +72,7 @@ class SnapshotRow:
     saved_at: datetime | str | int
     ranges: str
     size: int
+    checksum: str | None
 
     def is_shown(self, include_interrupted: bool) -> bool:
         """Whether a listing shows the row: anything but a well-formed interrupted row is shown.
@@ -158,6 +161,11 @@ def decode_snapshot(
     if ranges_size(ranges) != row.size:
         raise CorruptSnapshotError(
             row.run_id, row.index, f'log ranges assemble {ranges_size(ranges)} messages but the row records {row.size}'
+        )
+    # Last of the row checks: the others name what they find; this catches a change that reads as valid.
+    if row.checksum != snapshot_checksum(row.run_id, row.index, row.state, row.ranges, row.size):
+        raise CorruptSnapshotError(
+            row.run_id, row.index, 'the snapshot row does not match its checksum (its ranges, size or state changed)'
         )
     seqs = snapshot_seqs(ranges)
     decoded = {} if decoded is None else decoded

@@ -306,4 +306,27 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP TABLE dr_message_refs',
         'ALTER TABLE dr_message_refs_v13 RENAME TO dr_message_refs',
     ),
+    (
+        # Version 14: each snapshot row carries a checksum of its key and contents (`_snapshot_sum`),
+        # verified on every read; an upgraded store's rows get theirs here (`dr_snapshot_checksum` is
+        # the Python function, registered on every connection by `SqliteConnection`).
+        # The table is rebuilt (not altered), so that a file a test set back to an older version,
+        # whose table has the column already, upgrades the same way.
+        'CREATE TABLE dr_snapshots_v14 ('
+        ' run_id TEXT NOT NULL,'
+        ' idx INTEGER NOT NULL,'
+        ' step_index INTEGER NOT NULL,'
+        ' state TEXT NOT NULL,'
+        ' saved_at INTEGER NOT NULL,'
+        ' ranges TEXT NOT NULL,'
+        ' size INTEGER NOT NULL,'
+        ' checksum TEXT,'
+        ' PRIMARY KEY (run_id, idx)'
+        ') WITHOUT ROWID',
+        'INSERT INTO dr_snapshots_v14 (run_id, idx, step_index, state, saved_at, ranges, size, checksum)'
+        ' SELECT run_id, idx, step_index, state, saved_at, ranges, size,'
+        ' dr_snapshot_checksum(run_id, idx, state, ranges, size) FROM dr_snapshots',
+        'DROP TABLE dr_snapshots',
+        'ALTER TABLE dr_snapshots_v14 RENAME TO dr_snapshots',
+    ),
 )

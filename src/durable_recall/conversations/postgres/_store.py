@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, LiteralString
 
-from ...stores.postgres import AsyncConnectionPoolLike
+from ...stores import ScrubReport
+from ...stores.postgres import AsyncConnectionPoolLike, scrub_tables
 from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_details, check_limit, decode_history, decode_records
 from . import _queries
@@ -136,6 +137,10 @@ class PostgresConversationStore(ConversationStore):
         async with self._db.transaction() as cur:
             await _queries.delete_record(self._db, cur, conversation_id, expected_revision)
 
+    async def scrub(self) -> ScrubReport:
+        """`VACUUM FULL` the store's tables, so that no deleted byte stays in them (see docs/erasure.md)."""
+        return await scrub_tables(self._db, _SCRUBBED)
+
     async def read_entry(self, entry_id: str) -> ConversationEntry:
         """One entry.
 
@@ -168,3 +173,19 @@ class PostgresConversationStore(ConversationStore):
     async def aclose(self) -> None:
         """Close the pool the store opened; a caller-owned pool stays open."""
         await self._db.aclose()
+
+
+_SCRUBBED: tuple[LiteralString, ...] = (
+    'records',
+    'branches',
+    'entries',
+    'runs',
+    'index_conversations',
+    'pending',
+    'index_scopes',
+    'index_runs',
+    'index_postings',
+    'index_groups',
+    'index_hashes',
+)
+"""The tables a delete touches (`CONVERSATION_TABLES` less `meta`), which `scrub` rewrites."""

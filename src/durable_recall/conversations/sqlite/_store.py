@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...base import StoreConfigurationError
+from ...stores import ScrubReport
+from ...stores.sqlite import scrub_file, secure_delete
 from .._api import ConversationEntry, ConversationRecord, ConversationStore
 from .._reads import check_details, check_limit, decode_history, decode_records
 from . import _queries
@@ -121,8 +123,17 @@ class SqliteConversationStore(ConversationStore):
         return found[0]
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
-        """Delete the record and the entries no remaining record reaches, in one transaction."""
-        await self._db.call(lambda conn: _queries.delete_record(conn, conversation_id, expected_revision))
+        """Delete the record and the entries no remaining record reaches, in one transaction, zeroing their bytes."""
+
+        def delete(conn: sqlite3.Connection) -> None:
+            with secure_delete(conn):
+                _queries.delete_record(conn, conversation_id, expected_revision)
+
+        await self._db.call(delete)
+
+    async def scrub(self) -> ScrubReport:
+        """Leave no deleted byte in the file or its write-ahead log (see docs/erasure.md)."""
+        return await self._db.call(scrub_file)
 
     async def read_entry(self, entry_id: str) -> ConversationEntry:
         """One entry.

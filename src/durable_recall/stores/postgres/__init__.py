@@ -7,6 +7,7 @@ own tables in the same kind of schema, reached and migrated the same way.
 from __future__ import annotations
 
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
+from ._erase import scrub as scrub_tables
 from ._index import PostgresIndex
 from ._store import PostgresStepStore
 from ._tables import STEP_TABLES, PostgresTables
@@ -18,4 +19,5 @@ __all__ = (
     'PostgresIndex',
     'PostgresStepStore',
     'PostgresTables',
+    'scrub_tables',
 )

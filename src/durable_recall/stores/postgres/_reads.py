@@ -34,7 +34,7 @@ __all__ = (
 )
 
 RUN_COLUMNS: LiteralString = 'run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token'
-SNAPSHOT_COLUMNS: LiteralString = 'idx, step_index, state, saved_at, ranges, size'
+SNAPSHOT_COLUMNS: LiteralString = 'idx, step_index, state, saved_at, ranges, size, checksum'
 
 LIST_RUNS: dict[tuple[bool, bool], LiteralString] = {
     (False, False): f'SELECT {RUN_COLUMNS} FROM {{runs}} ORDER BY started_at, run_id',
@@ -96,8 +96,8 @@ def run_from_row(row: TupleRow) -> RunRecord:
 
 def snapshot_from_row(run_id: str, row: TupleRow) -> SnapshotRow:
     """A snapshots row (`SNAPSHOT_COLUMNS`) of the run, to decode."""
-    index, step_index, state, saved_at, ranges, size = row
-    return SnapshotRow(run_id, index, step_index, state, saved_at.astimezone(UTC), ranges, size)
+    index, step_index, state, saved_at, ranges, size, checksum = row
+    return SnapshotRow(run_id, index, step_index, state, saved_at.astimezone(UTC), ranges, size, checksum)
 
 
 def _stored(text: str | None, data: bytes | None) -> StoredBody | None:

@@ -11,7 +11,9 @@ import anyio.to_thread
 from ...base import CorruptSnapshotError, PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from ...index import IndexedRunRow
 from .._batch_write import encode_deltas
+from .._erasure import IdleConversation, ScrubReport
 from .._log_refs import spans
+from .._pending import PendingMark
 from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
 from .._snapshot_rows import (
@@ -26,7 +28,13 @@ from .._snapshot_rows import (
     log_span,
 )
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
-from ._index import PostgresIndex, forget_conversation, lock_conversation
+from ._erase import delete_idle as _erase_delete_idle
+from ._erase import delete_run as _erase_delete_run
+from ._erase import delete_runs_of as _erase_delete_runs_of
+from ._erase import idle_conversations as _erase_idle_conversations
+from ._erase import pending_marks as _erase_pending_marks
+from ._erase import scrub as _erase_scrub
+from ._index import PostgresIndex
 from ._reads import (
     LIST_RUNS,
     RUN_COLUMNS,
@@ -50,7 +58,7 @@ __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
 
 
 _LISTINGS: LiteralString = (
-    'SELECT s.run_id, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size FROM {snapshots} AS s'
+    'SELECT s.run_id, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size, s.checksum FROM {snapshots} AS s'
     ' JOIN unnest(%s::text[], %s::bigint[]) AS w (wanted, seen) ON s.run_id = w.wanted AND s.idx > w.seen'
     ' ORDER BY s.run_id, s.idx'
 )
@@ -299,18 +307,28 @@ class PostgresStepStore:
             # The index lock first, so that no catch-up of the conversation interleaves (see
             # `_index`); then runs: deleting a run's row waits for any save holding it,
             # and each later statement reads afresh, so that save's messages are deleted too.
-            await lock_conversation(cur, self._db, conversation_id)
-            await cur.execute(
-                self._sql('DELETE FROM {runs} WHERE conversation_id = %s RETURNING run_id'), (conversation_id,)
-            )
-            run_ids = [row[0] for row in await cur.fetchall()]
-            if run_ids:
-                await cur.execute(self._sql('DELETE FROM {vectors} WHERE run_id = ANY(%s)'), (run_ids,))
-                await cur.execute(self._sql('DELETE FROM {messages} WHERE run_id = ANY(%s)'), (run_ids,))
-                await cur.execute(self._sql('DELETE FROM {message_refs} WHERE run_id = ANY(%s)'), (run_ids,))
-                await cur.execute(self._sql('DELETE FROM {snapshots} WHERE run_id = ANY(%s)'), (run_ids,))
-            await forget_conversation(cur, self._db, conversation_id, run_ids)
-            return len(run_ids)
+            deleted = await _erase_delete_runs_of(cur, self._db, conversation_id, None)
+        assert deleted is not None, 'a delete without a time bound always deletes'
+        return deleted
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete one run (see `ErasableStore`); its conversation is re-indexed without it on the next search."""
+        async with self._transaction() as cur:
+            return await _erase_delete_run(cur, self._db, run_id)
+
+    async def idle_conversations(self, before: datetime) -> list[IdleConversation]:
+        """Conversations with no run started or snapshot saved since `before`, oldest first (see `ErasableStore`)."""
+        async with self._read() as cur:
+            found = await _erase_idle_conversations(cur, self._db, before)
+        return [IdleConversation(conversation_id=key, last_activity=last.astimezone(UTC)) for key, last in found]
+
+    async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
+        """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
+        return await _erase_delete_idle(self._db, conversation_id, before)
+
+    async def scrub(self) -> ScrubReport:
+        """`VACUUM FULL` the tables deletes touch (exclusive locks while each is rewritten): see `_erase.scrub`."""
+        return await _erase_scrub(self._db)
 
     async def log_owners(self, run_id: str, seqs: Sequence[int]) -> dict[int, tuple[str, int]]:
         """Where the run's log entries `seqs` keep their bodies: `(run_id, seq)`, their own or an earlier run's.
@@ -358,6 +376,10 @@ class PostgresStepStore:
                 cur, self._db, [(run_id, *span) for run_id, seqs in asked.items() for span in spans(seqs)]
             )
         return {run_id: decode_log_bodies(run_id, log) for run_id, log in found.items()}
+
+    async def pending_marks(self) -> list[PendingMark]:
+        """Every pending row as stored, with its run's conversation and last snapshot (`PendingMarks`)."""
+        return await _erase_pending_marks(self._db)
 
     def index_storage(self) -> PostgresIndex:
         return self._index

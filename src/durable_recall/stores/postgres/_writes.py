@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ...base import SnapshotDelta, StoredBody
 from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
 from .._snapshot_rows import decode_ranges
+from .._snapshot_sum import snapshot_checksum
 from ._connect import PostgresConnector
 from ._reads import SNAPSHOT_COLUMNS, owned_entries
 
@@ -91,7 +92,7 @@ async def _insert(
             ' ON CONFLICT (conversation_id, run_id) DO UPDATE SET upto = EXCLUDED.upto)'
             f' INSERT INTO {{snapshots}} (run_id, {SNAPSHOT_COLUMNS})'
             ' SELECT * FROM unnest(%(s_run)s::text[], %(s_index)s::int[], %(s_step)s::int[], %(s_state)s::text[],'
-            ' %(s_at)s::timestamptz[], %(s_ranges)s::text[], %(s_size)s::int[])'
+            ' %(s_at)s::timestamptz[], %(s_ranges)s::text[], %(s_size)s::int[], %(s_sum)s::text[])'
         ),
         {
             'm_run': [row.run_id for row in rows],
@@ -113,6 +114,7 @@ async def _insert(
             's_at': [s.saved_at for s in snapshots],
             's_ranges': [s.ranges for s in snapshots],
             's_size': [s.size for s in snapshots],
+            's_sum': [snapshot_checksum(s.run_id, s.index, s.state, s.ranges, s.size) for s in snapshots],
         },
     )
 

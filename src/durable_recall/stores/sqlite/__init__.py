@@ -8,6 +8,8 @@ opened, migrated and queried the same way.
 from __future__ import annotations
 
 from ._connection import STEP_TABLES, SqliteConnection, SqliteTables, transaction
+from ._erase import scrub as scrub_file
+from ._erase import secure_delete
 from ._index import SqliteIndex
 from ._params import chunked, marks
 from ._store import SqliteStepStore
@@ -20,5 +22,7 @@ __all__ = (
     'SqliteTables',
     'chunked',
     'marks',
+    'scrub_file',
+    'secure_delete',
     'transaction',
 )

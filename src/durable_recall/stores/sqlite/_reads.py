@@ -40,7 +40,7 @@ __all__ = (
 )
 
 RUN_COLUMNS = 'run_id, conversation_id, parent_run_id, agent_name, metadata, started_at, token'
-SNAPSHOT_COLUMNS = 'idx, step_index, state, saved_at, ranges, size'
+SNAPSHOT_COLUMNS = 'idx, step_index, state, saved_at, ranges, size, checksum'
 
 _FOLLOW = (
     ' UNION ALL SELECT w.origin, f.ref_run_no, max(w.first, f.seq) - f.seq + f.ref_seq,'

@@ -6,6 +6,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Generator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -20,10 +21,13 @@ from ...base import (
     SnapshotDelta,
     StoredBody,
     from_micros,
+    to_micros,
 )
 from ...index import IndexedRunRow
 from .._batch_write import encode_deltas
+from .._erasure import IdleConversation, ScrubReport
 from .._log_refs import spans
+from .._pending import PendingMark
 from .._protocol import ConversationSummary
 from .._run_rows import run_record
 from .._snapshot_rows import (
@@ -38,6 +42,11 @@ from .._snapshot_rows import (
 from .._summaries import summarize_conversations
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
+from ._erase import delete_conversation as _erase_delete_conversation
+from ._erase import delete_idle_conversation as _erase_delete_idle_conversation
+from ._erase import delete_run as _erase_delete_run
+from ._erase import idle_conversations as _erase_idle_conversations
+from ._erase import scrub as _erase_scrub
 from ._index import SqliteIndex
 from ._search_reads import decode_rows_with_records, rows_with_records
 from ._vectors import SqliteVectors
@@ -204,7 +213,26 @@ class SqliteStepStore:
             return await self._db.read(read, lambda found: None if found is None else decode_snapshot(*found))
 
     async def delete_conversation(self, conversation_id: str) -> int:
-        return await self._db.call(lambda conn: _writes.delete_conversation(conn, conversation_id))
+        """Delete the conversation's runs and all they hold, zeroing the deleted bytes (`scrub` empties the log)."""
+        return await self._db.call(lambda conn: _erase_delete_conversation(conn, conversation_id))
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete one run (see `ErasableStore`); its conversation is re-indexed without it on the next search."""
+        return await self._db.call(lambda conn: _erase_delete_run(conn, run_id))
+
+    async def idle_conversations(self, before: datetime) -> list[IdleConversation]:
+        """Conversations with no run started or snapshot saved since `before`, oldest first (see `ErasableStore`)."""
+        found = await self._db.call(lambda conn: _erase_idle_conversations(conn, to_micros(before)))
+        return [IdleConversation(conversation_id=key, last_activity=from_micros(last)) for key, last in found]
+
+    async def delete_idle_conversation(self, conversation_id: str, before: datetime) -> int | None:
+        """Delete the conversation if still idle since `before`, checked in the delete's transaction."""
+        cutoff = to_micros(before)
+        return await self._db.call(lambda conn: _erase_delete_idle_conversation(conn, conversation_id, cutoff))
+
+    async def scrub(self) -> ScrubReport:
+        """Empty the write-ahead log (and vacuum free pages a file without auto-vacuum keeps): see `_erase.scrub`."""
+        return await self._db.call(_erase_scrub)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:
         wanted = sorted(set(seqs))
@@ -274,6 +302,11 @@ class SqliteStepStore:
         """
         return await self._db.call(_reads.unowned_log_rows)
 
+    async def pending_marks(self) -> list[PendingMark]:
+        """Every pending row as stored, with its run's conversation and last snapshot (`PendingMarks`)."""
+        rows = await self._db.call(lambda conn: conn.execute(_PENDING_MARKS).fetchall())
+        return [PendingMark(row[0], row[1], row[2], bool(row[3]), row[4], row[5]) for row in rows]
+
     def index_storage(self) -> SqliteIndex:
         return self._index
 
@@ -294,6 +327,12 @@ class SqliteStepStore:
         """Close the connection; a later call on the store opens a new one."""
         await self._db.close()
 
+
+_PENDING_MARKS = (
+    'SELECT p.conversation_id, p.run_id, p.upto, r.run_id IS NOT NULL, r.conversation_id,'
+    " (SELECT MAX(s.idx) FROM dr_snapshots AS s WHERE s.run_id = p.run_id AND typeof(s.idx) = 'integer')"
+    ' FROM dr_pending AS p LEFT JOIN dr_runs AS r ON r.run_id = p.run_id ORDER BY p.run_id'
+)
 
 _NOT_UTF8 = 'Could not decode to UTF-8'
 """How Python's sqlite3 refuses a TEXT value that is not UTF-8 (it raises before any decoder sees it)."""

@@ -1,4 +1,4 @@
-"""The SQLite store's writes: registering runs, saving batches of snapshots, deleting conversations.
+"""The SQLite store's writes: registering runs and saving batches of snapshots (deletes: `_erase`).
 
 Each is one `BEGIN IMMEDIATE` transaction on a connection the caller holds in a worker thread, so
 writers of several processes queue on SQLite's lock instead of interleaving. What a batch of
@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ...base import RunRecord, RunRegistration, SnapshotDelta, StoredBody, to_micros
-from .._batch_write import BaseLog, BatchWrite, RunTip, base_entries_at, unregistered_run
+from .._batch_write import BaseLog, BatchWrite, RunTip, StoredSnapshot, base_entries_at, unregistered_run
 from .._run_rows import encode_metadata, run_record
 from .._snapshot_rows import decode_ranges
+from .._snapshot_sum import snapshot_checksum
 from ._connection import transaction
-from ._index import forget_conversation, mark_pending
+from ._index import mark_pending
 from ._reads import RUN_COLUMNS, SNAPSHOT_COLUMNS, owned_entries
-from ._vectors import forget_vectors
 
-__all__ = ('delete_conversation', 'register_run', 'write_batch')
+__all__ = ('register_run', 'write_batch')
 
 _RUN_NO = '(SELECT run_no FROM dr_runs WHERE run_id = ?)'
 """A run's number, by its id."""
@@ -62,19 +62,6 @@ def _register(conn: sqlite3.Connection, registration: RunRegistration) -> RunRec
         ),
     )
     return record
-
-
-def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
-    """Delete a conversation's runs, their snapshots, log and index; the number of runs deleted."""
-    runs = 'SELECT run_id FROM dr_runs WHERE conversation_id = ?'
-    numbers = 'SELECT run_no FROM dr_runs WHERE conversation_id = ?'
-    with transaction(conn, 'BEGIN IMMEDIATE'):
-        forget_conversation(conn, conversation_id)
-        forget_vectors(conn, conversation_id)
-        conn.execute(f'DELETE FROM dr_messages WHERE run_no IN ({numbers})', (conversation_id,))
-        conn.execute(f'DELETE FROM dr_message_refs WHERE run_no IN ({numbers})', (conversation_id,))
-        conn.execute(f'DELETE FROM dr_snapshots WHERE run_id IN ({runs})', (conversation_id,))
-        return conn.execute('DELETE FROM dr_runs WHERE conversation_id = ?', (conversation_id,)).rowcount
 
 
 def write_batch(
@@ -151,9 +138,16 @@ def _insert(conn: sqlite3.Connection, batch: BatchWrite) -> None:
         [(ref.run_id, ref.seq, ref.count, ref.ref_run_id, ref.ref_seq) for ref in refs],
     )
     conn.executemany(
-        f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        [(s.run_id, s.index, s.step_index, s.state, to_micros(s.saved_at), s.ranges, s.size) for s in snapshots],
+        f'INSERT INTO dr_snapshots (run_id, {SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        [
+            (s.run_id, s.index, s.step_index, s.state, to_micros(s.saved_at), s.ranges, s.size, _checksum(s))
+            for s in snapshots
+        ],
     )
+
+
+def _checksum(s: StoredSnapshot) -> str:
+    return snapshot_checksum(s.run_id, s.index, s.state, s.ranges, s.size)
 
 
 def _base_log(conn: sqlite3.Connection, run_id: str, index: int | None, conversation_id: str | None) -> BaseLog | None:
