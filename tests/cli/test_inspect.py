@@ -166,7 +166,9 @@ def test_a_terminal_gets_a_progress_bar_for_many_runs(
 
     async def fill() -> None:
         sqlite = SqliteStepStore(store)
-        agent = Agent(TestModel(call_tools=[]), name='many', capabilities=[StepPersistence(store=sqlite)])
+        # Not indexed as saved: the search below has every run to catch up, as a store another writer filled.
+        persistence = StepPersistence(store=sqlite, index_on_save=False)
+        agent = Agent(TestModel(call_tools=[]), name='many', capabilities=[persistence])
         try:
             for turn in range(21):
                 await agent.run(f'turn {turn}', conversation_id='busy')
