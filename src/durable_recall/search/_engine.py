@@ -25,7 +25,7 @@ from ._blocks import render
 from ._corpus import Corpus, StoreCorpus
 from ._embedding import Ranking, check_ranking, local_embedder
 from ._fusion import DEFAULT_WEIGHT
-from ._hits import Candidate, Doc
+from ._hits import Candidate, Doc, Hit
 from ._outcome import Outcome
 from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
@@ -158,6 +158,7 @@ class SearchEngine:
         conversation_id: str | None,
         progress: Progress | None = None,
         count_matches: bool = False,
+        keep: Callable[[Hit], bool] | None = None,
     ) -> Outcome:
         """The search as data: the hits the answer shows and their blocks, or the fixed answer instead.
 
@@ -168,6 +169,7 @@ class SearchEngine:
             progress: Called with the runs caught up, as the scope's index catches up.
             count_matches: Count every matching message (`Outcome.matched`), apart from windows,
                 `max_matches` and the budget: exact, so it scores every match (the tool does not ask).
+            keep: Which loaded hits the answer may show (`AutoRecall` leaves out what the model sees).
         """
         if scope == 'conversation' and conversation_id is None:
             return Outcome(fixed=_answer.no_conversation())
@@ -228,14 +230,21 @@ class SearchEngine:
             )
             window = await ranker.windows(self.context_lines, candidates)
             chosen = self._distinct(candidates, window)
-            outcome = await self._shown(outcome, chosen, [window(found) for found in chosen], conversation=all_scopes)
+            windows = [window(found) for found in chosen]
+            outcome = await self._shown(outcome, chosen, windows, conversation=all_scopes, keep=keep)
             return replace(outcome, unreadable=self._unreadable(), notes=notes)
 
     def _unreadable(self) -> list[str]:
         return [_answer.unreadable(problem) for problem in self._ranker.unreadable]
 
     async def _shown(
-        self, outcome: Outcome, chosen: list[Candidate], windows: list[tuple[Doc, ...]], *, conversation: bool
+        self,
+        outcome: Outcome,
+        chosen: list[Candidate],
+        windows: list[tuple[Doc, ...]],
+        *,
+        conversation: bool,
+        keep: Callable[[Hit], bool] | None = None,
     ) -> Outcome:
         """The outcome with the chosen hits' windows read and composed into the blocks that fit.
 
@@ -249,6 +258,8 @@ class SearchEngine:
         loaded = await self._ranker.load(chosen, windows)
         count = len(loaded)  # less runs deleted since they were ranked
         loaded = [hit for hit in loaded if not withheld_only(hit, outcome.terms, self.skip_tools)]
+        if keep is not None:
+            loaded = [hit for hit in loaded if keep(hit)]
         if not loaded:
             return replace(outcome, fixed=_answer.no_matches(outcome.query, outcome.total))
         blocks, shown, count = render(
