@@ -1,6 +1,7 @@
 """Recall on LoCoMo chats: `python -m benchmarks.locomo --data ../shared/data/locomo-dev` (see `benchmarks._locomo`).
 
 Options: `--budgets 4000,8000,16000` (the answer budgets measured besides the default), `--no-hybrid`,
+`--no-autorecall`,
 `--no-reference`, `--reference-python PATH` (a Python with pydantic-ai-harness 0.62; default: the
 cached reference venv, created on first use), `--chats 26,30` (a subset), `--work DIR` (keep the
 played stores there and reuse them on the next run).
@@ -22,6 +23,7 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
 from benchmarks._locomo import LocomoChat, Side, load_chat, timed
+from benchmarks._locomo_auto import auto_recall, describe
 from benchmarks._measure import run_json
 from benchmarks._recall import _play  # pyright: ignore[reportPrivateUsage]
 from benchmarks._venv import reference_python
@@ -90,6 +92,7 @@ async def measure(args: argparse.Namespace) -> str:
     work.mkdir(parents=True, exist_ok=True)
     budgets = [int(value) for value in args.budgets.split(',')] if args.budgets else []
     sides: dict[str, Side] = {}
+    auto: dict[str, Side] = {}
     rankings = ['bm25'] if args.no_hybrid else ['bm25', 'hybrid']
     for path in files:
         chat = load_chat(path)
@@ -100,6 +103,8 @@ async def measure(args: argparse.Namespace) -> str:
                 await _ours(
                     sides, f'ours, {ranking}, {budget:,} bytes', played, chat, ranking=ranking, max_result_bytes=budget
                 )
+        if not args.no_autorecall:
+            await auto_recall(chat, played, auto)
         if not args.no_reference:
             python = Path(args.reference_python) if args.reference_python else reference_python()[0]
             _reference(sides, chat, work, python)
@@ -110,6 +115,10 @@ async def measure(args: argparse.Namespace) -> str:
         '| side | recall@10 | answer bytes | warm p50 |',
         '| --- | --- | --- | --- |',
         *(side.row() for side in sides.values()),
+        '',
+        '| AutoRecall (question as the next prompt) | evidence in view | bytes added (mean) | questions with none |',
+        '| --- | --- | --- | --- |',
+        *(describe(side) for side in auto.values()),
     ]
     return '\n'.join(lines)
 
@@ -123,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--work', help='keep the played stores here (reused when present)')
     parser.add_argument('--no-hybrid', action='store_true')
     parser.add_argument('--no-reference', action='store_true')
+    parser.add_argument('--no-autorecall', action='store_true')
     parser.add_argument('--reference-python', help='a Python with pydantic-ai-harness 0.62')
     print(asyncio.run(measure(parser.parse_args(argv))), flush=True)
 

@@ -60,7 +60,11 @@ class AutoRecall(AbstractCapability[Any]):
         max_matches: The most matches it shows.
         context_lines: Messages around each match it may show (within `max_bytes`).
         min_score: Matches scoring below it are not shown; with none left, nothing is added.
-        ranking, embedder, hybrid_weight, bm25_k1, bm25_b: As for `ConversationSearch`.
+        ranking: As for `ConversationSearch`.
+        embedder: As for `ConversationSearch`.
+        hybrid_weight: As for `ConversationSearch`.
+        bm25_k1: As for `ConversationSearch`.
+        bm25_b: As for `ConversationSearch`.
 
     Raises:
         PydanticAIVersionError: pydantic-ai has no capability parts (before 2.78).
