@@ -65,6 +65,8 @@ class AutoRecall(AbstractCapability[Any]):
         hybrid_weight: As for `ConversationSearch`.
         bm25_k1: As for `ConversationSearch`.
         bm25_b: As for `ConversationSearch`.
+        id: The capability's id, which names its durable operation (`<id>__recall` under Temporal):
+            compatibility data for running workflows; give each `AutoRecall` of an agent its own.
 
     Raises:
         PydanticAIVersionError: pydantic-ai has no capability parts (before 2.78).
@@ -83,6 +85,7 @@ class AutoRecall(AbstractCapability[Any]):
     hybrid_weight: float = DEFAULT_WEIGHT
     bm25_k1: float = _DEFAULTS.k1
     bm25_b: float = _DEFAULTS.b
+    id: str | None = 'auto_recall'
     _engine: SearchEngine = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
