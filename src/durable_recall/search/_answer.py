@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from ..base import CorruptRunError, CorruptSnapshotError
 from ._compose import Block
-from ._hits import Doc
+from ._hits import Doc, Line
 
 __all__ = (
     'SEPARATOR',
@@ -27,6 +27,9 @@ __all__ = (
     'fit',
     'format_blocks',
     'note_for',
+    'block_header',
+    'change_line',
+    'line_text',
     'render_block',
     'said_at',
     'shown_blocks',
@@ -167,30 +170,41 @@ def render_block(
     (`short_ids`); a search's `run_id` accepts them as they are shown.
     """
     first = block.lines[0]
-    best = block.hits[0]
+    out = [block_header(block, names, conversation=conversation)]
+    own = block.own
+    previous = first
+    for line in block.lines:
+        change = change_line(previous, line, names)
+        if change:
+            out.append(change)
+        previous = line
+        out.extend(line_text(line, texts[(line.run_key, line.position)], own=(line.run_key, line.position) in own))
+    return '\n'.join(out)
+
+
+def block_header(block: Block, names: Mapping[int, str], *, conversation: bool) -> str:
+    """A block's header: its best score, its first line's run (and conversation, store-wide) and time."""
+    first = block.lines[0]
     label = f'run: {names[first.run_key]}'
     if conversation and first.run.conversation_id:
         label += f' | conversation: {first.run.conversation_id}'
-    shown_time = said_at(first.time)
-    out = [f'[score: {best.score:.1f} | {label} | {shown_time}]']
-    own = block.own
-    current = first.run_key
-    for line in block.lines:
-        moment = said_at(line.time)
-        changes: list[str] = []
-        if line.run_key != current:
-            changes.append(f'run: {names[line.run_key]}')
-            current = line.run_key
-        if moment != shown_time:
-            changes.append(moment[11:16] if moment[:10] == shown_time[:10] else moment)
-            shown_time = moment
-        if changes:
-            out.append(f'  ({" | ".join(changes)})')
-        rendered = texts[(line.run_key, line.position)]
-        mark = '>' if (line.run_key, line.position) in own else ' '
-        out.append(f'{mark}[{line.position}] {rendered[0]}')
-        out.extend(f'     {text}' for text in rendered[1:])
-    return '\n'.join(out)
+    return f'[score: {block.hits[0].score:.1f} | {label} | {said_at(first.time)}]'
+
+
+def change_line(previous: Line, line: Line, names: Mapping[int, str]) -> str:
+    """What changed from the line before (`''`: nothing): its run, its time (the date too when that changed)."""
+    changes: list[str] = []
+    if line.run_key != previous.run_key:
+        changes.append(f'run: {names[line.run_key]}')
+    moment, before = said_at(line.time), said_at(previous.time)
+    if moment != before:
+        changes.append(moment[11:16] if moment[:10] == before[:10] else moment)
+    return f'  ({" | ".join(changes)})' if changes else ''
+
+
+def line_text(line: Line, rendered: Sequence[str], *, own: bool) -> list[str]:
+    """A message's lines in a block: `>` marks a match; its position; continuation lines indented."""
+    return [f'{">" if own else " "}[{line.position}] {rendered[0]}', *(f'     {text}' for text in rendered[1:])]
 
 
 @lru_cache(maxsize=4096)

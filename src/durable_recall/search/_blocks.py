@@ -56,8 +56,29 @@ def render(
             text(line)
         return _answer.render_block(block, texts, names, conversation=conversation)
 
+    line_costs: dict[Doc, int] = {}
+    change_costs: dict[tuple[Doc, Doc], int] = {}
+
+    def line_cost(line: Line) -> int:
+        doc = (line.run_key, line.position)
+        cost = line_costs.get(doc)
+        if cost is None:  # a `>` or a space: the same byte count either way
+            cost = line_costs[doc] = len('\n'.join(_answer.line_text(line, text(line), own=False)).encode()) + 1
+        return cost
+
+    def change_cost(previous: Line, line: Line) -> int:
+        pair = ((previous.run_key, previous.position), (line.run_key, line.position))
+        cost = change_costs.get(pair)
+        if cost is None:
+            change = _answer.change_line(previous, line, names)
+            cost = change_costs[pair] = len(change.encode()) + 1 if change else 0
+        return cost
+
     def size(block: Block) -> int:
-        return len(rendered(block).encode())
+        """`len(rendered(block).encode())`, from each line's and each change's cost (kept per message)."""
+        lines = block.lines
+        header = len(_answer.block_header(block, names, conversation=conversation).encode())
+        return header + sum(map(line_cost, lines)) + sum(map(change_cost, lines, lines[1:]))
 
     blocks, left_out = compose(
         hits, set(), budget=budget, size=size, asks_reply=asks_reply, separator=len(_answer.SEPARATOR)
