@@ -1,6 +1,7 @@
-"""Runnable samples: a Temporal worker and starter, and a DBOS app, holding one long conversation.
+"""Runnable samples: support chats under Temporal (a workflow per conversation) and DBOS (a workflow per turn).
 
-Both samples run the conversation in `conversation.py`: a detail given in the first turn is pushed
-out of the context window by `SlidingWindowCompaction`, and the last turn asks for it back, which
-the agent answers through `search_conversation_history` over what `StepPersistence` stored.
+Both samples hold the conversation in `conversation.py` one message at a time: a detail given in
+the first turn is pushed out of the model's context by `SlidingWindowCompaction`, and the last
+turn asks for it back, which the agent answers through `search_conversation_history` over what
+`StepPersistence` stored.
 """

@@ -154,3 +154,15 @@ class TestCapabilityParts:
             [sys.executable, '-W', 'error', '-c', script], input=body, capture_output=True, text=True, check=True
         )
         assert result.stdout.split() == ['UnknownCapabilityPart', message_hash(request)]
+
+
+def test_a_responses_request_time_and_duration_are_stamps() -> None:
+    # pydantic-ai 2.78 stamps when a request was sent and how long the model took on the response
+    # (its own equality leaves them out); a re-sent request gets new ones.
+    response = call('c1')
+    if not hasattr(response, 'duration'):
+        pytest.skip('needs pydantic-ai-slim>=2.78 (response timing fields)')
+    from datetime import timedelta
+
+    stamped = replace(response, request_timestamp=tick(), duration=timedelta(milliseconds=731))
+    assert message_hash(stamped) == message_hash(response)

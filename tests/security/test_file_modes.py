@@ -85,7 +85,7 @@ async def test_an_existing_file_keeps_its_mode(tmp_path: Path, usual_umask: None
 
 
 def test_an_unwritable_place_is_still_a_configuration_error(tmp_path: Path) -> None:
-    from durable_recall import StoreConfigurationError
+    from durable_recall.errors import StoreConfigurationError
 
     with pytest.raises(StoreConfigurationError, match='no-such-dir'):
         SqliteStepStore(tmp_path / 'no-such-dir' / 'x.db')

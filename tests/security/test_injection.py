@@ -124,7 +124,7 @@ async def test_a_hostile_schema_name_for_conversations(hostile_schema: str, post
 
 
 def test_a_schema_postgres_cannot_name_is_refused_at_construction(postgres_url: str) -> None:
-    from durable_recall import StoreConfigurationError
+    from durable_recall.errors import StoreConfigurationError
 
     for bad in ('nul\x00inside', 'x' * 64, ''):
         with pytest.raises(StoreConfigurationError, match='schema'):

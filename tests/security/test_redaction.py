@@ -105,7 +105,7 @@ def test_the_samples_never_print_the_store_password(tmp_path: Path, module: str,
     ],
 )
 def test_a_url_the_driver_cannot_parse_is_refused_without_its_password(url: str) -> None:
-    from durable_recall import StoreConfigurationError
+    from durable_recall.errors import StoreConfigurationError
     from durable_recall.stores import PostgresStepStore
 
     with pytest.raises(StoreConfigurationError) as raised:

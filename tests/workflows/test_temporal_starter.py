@@ -18,7 +18,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
-from workflows.temporal import ADDRESS_VARIABLE
+from workflows.temporal import ADDRESS_VARIABLE, workflow_id
 from workflows.temporal.watch import live_pollers
 
 from .._services.temporal import unique_task_queue
@@ -30,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 async def _never_started(client: Client, conversation_id: str) -> bool:
     try:
-        await client.get_workflow_handle(f'conversation-{conversation_id}').describe()
+        await client.get_workflow_handle(workflow_id(conversation_id)).describe()
     except RPCError as error:
         return error.status == RPCStatusCode.NOT_FOUND
     return False
@@ -64,3 +64,21 @@ async def test_without_a_worker_the_starter_says_so_and_exits_1(temporal_env: Wo
     assert error.startswith(f'starter: error: no worker polled task queue {queue!r}')
     assert 'within 2s' in error and 'run the starter again' in error
     assert await _never_started(client, conversation_id), 'a starter that gave up must leave no workflow behind'
+
+
+def test_a_model_given_to_the_starter_is_pointed_to_the_worker() -> None:
+    """The model runs on the worker (its package and key live there): the starter says so instead of ignoring it."""
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO_ROOT / 'src'), str(REPO_ROOT)])}
+    done = subprocess.run(
+        [sys.executable, '-m', 'workflows.temporal.starter', '--model', 'openai:gpt-5'],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert 'the model runs on the worker: start it with `python -m workflows.temporal.worker --model openai:gpt-5`' in (
+        done.stderr
+    )

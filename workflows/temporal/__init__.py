@@ -1,8 +1,8 @@
-"""The Temporal sample: a worker that hosts a long, compacted conversation, and a starter that runs one.
+"""The Temporal sample: a chat workflow per conversation, a worker that hosts it, and a driver that talks to it.
 
-Shared by the worker, the workflow and the starter: the task queue, the workflow's name, and the
-types that cross the client boundary. The starter imports only this module, so starting a
-conversation builds no agent and opens no store.
+Shared by the worker, the workflow and the driver (`starter.py`): the task queue, the workflow's
+name and its update, the timeouts, and the types that cross the client boundary. The driver
+imports only this module, so talking to a conversation builds no agent and opens no store.
 """
 
 from __future__ import annotations
@@ -12,14 +12,36 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import NoReturn
 
 from pydantic_ai.messages import ModelMessage
 
-TASK_QUEUE = 'durable-recall-conversation'
-WORKFLOW_NAME = 'LongConversation'
+TASK_QUEUE = 'durable-recall-chat'
+WORKFLOW_NAME = 'SupportChat'
+SEND_UPDATE = 'send'
+"""The update that takes one user message and returns the assistant's reply."""
+TURNS_QUERY = 'turns'
+"""The query answering how many turns the conversation has taken (across continues-as-new)."""
 ADDRESS_VARIABLE = 'TEMPORAL_ADDRESS'
 DEFAULT_ADDRESS = 'localhost:7233'
+DEFAULT_STORE = 'sqlite:///durable-recall-sample-temporal.db'
+"""The Temporal sample's own store: a SQLite file in the working directory."""
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""Every activity heartbeats in the background while it runs (pydantic-ai's activities do), so a
+worker that dies holding one is noticed this long after its last heartbeat, and the activity is
+retried on another worker: a crash costs seconds, not the start-to-close timeout."""
+MODEL_TIMEOUT = timedelta(seconds=120)
+"""Start-to-close for a model request: a real model's long answer, not a lost worker (heartbeats tell those apart)."""
+ACTIVITY_TIMEOUT = timedelta(seconds=30)
+"""Start-to-close for the store writes and the search."""
+STICKY_TIMEOUT = timedelta(seconds=2)
+"""A workflow task waits this long on a (lost) worker's sticky queue before any worker may take it."""
+HISTORY_BUDGET = 2000
+"""Continue-as-new once a run's event history holds this many events (or when Temporal suggests it)."""
+IDLE_TIMEOUT = timedelta(minutes=30)
+"""A conversation's workflow ends after this long without a message; its result resumes it later."""
 
 
 def exit_after(run: Callable[[], int]) -> NoReturn:
@@ -59,39 +81,36 @@ def temporal_address() -> str:
 
 
 @dataclass
-class Turn:
-    prompt: str
-    reply: str
+class ChatState:
+    """A conversation's state: the workflow's input, what it continues-as-new with, and its result.
 
-
-@dataclass
-class ConversationInput:
-    """What a conversation workflow run needs; also what it continues-as-new with.
+    The result is the state to resume from, so a conversation whose workflow ended (idle) carries
+    on, window and turn count included, when the driver starts it again with that result.
 
     Attributes:
         conversation_id: The conversation's id: the search scope, so choose it on the server.
-        turns: The user's prompts, in order.
-        model: A model name such as `openai:gpt-5` to use instead of the scripted model; it is
-            resolved on the worker, which needs that provider's API key.
-        continue_as_new_every: Continue-as-new after this many turns (besides whenever Temporal
-            suggests it); `None` only when suggested.
-        next_turn: The first turn this run plays (set when continuing as new).
-        history: The (compacted, so bounded) message history carried into the next run.
-        transcript: The turns played so far, for the starter to print. A convenience of the sample:
-            it grows with the conversation, so a long-lived workflow would leave it out (the
-            store holds every turn) and carry only `history`, which compaction keeps bounded.
+        history: The compacted (so bounded) message history: all a new run needs. Every older
+            message is in the store, and the search tool gets it back.
+        turns: Turns taken so far.
+        history_budget: Continue-as-new past this many history events.
+        idle_timeout_seconds: End the workflow after this long without a message.
     """
 
     conversation_id: str
-    turns: list[str]
-    model: str | None = None
-    continue_as_new_every: int | None = None
-    next_turn: int = 0
     history: list[ModelMessage] = field(default_factory=list[ModelMessage])
-    transcript: list[Turn] = field(default_factory=list[Turn])
+    turns: int = 0
+    history_budget: int = HISTORY_BUDGET
+    idle_timeout_seconds: float = IDLE_TIMEOUT.total_seconds()
 
 
 @dataclass
-class ConversationResult:
-    conversation_id: str
-    transcript: list[Turn]
+class ChatReply:
+    """What the `send` update returns: the turn's number (from 1) and the assistant's reply."""
+
+    turn: int
+    text: str
+
+
+def workflow_id(conversation_id: str) -> str:
+    """The conversation's workflow id: one long-lived workflow per conversation."""
+    return f'chat-{conversation_id}'

@@ -34,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command == 'completion':
             return print_completion_script(args.shell, sys.stdout)
+        if args.command in ('mcp', 'ui'):
+            from ._serve import run_serve
+
+            return run_serve(args)
         from ._commands import run_command
 
         return run_command(args, sys.stdout, err)
@@ -73,7 +77,13 @@ def exit_with(status: int) -> NoReturn:
     raise SystemExit(status)
 
 
-_EXTRAS = {'psycopg': 'postgres', 'psycopg_pool': 'postgres', 'temporalio': 'temporal', 'dbos': 'dbos'}
+_EXTRAS = {
+    'psycopg': 'postgres',
+    'psycopg_pool': 'postgres',
+    'temporalio': 'temporal',
+    'dbos': 'dbos',
+    **dict.fromkeys(('mcp', 'starlette', 'jinja2', 'uvicorn'), 'serve'),
+}
 """Which extra installs a package the library imports only when a feature needs it."""
 
 

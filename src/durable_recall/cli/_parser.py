@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
             'searches would otherwise rebuild it run by run)'
         ),
     )
+    _serve_parsers(commands)
     return parser
 
 
@@ -337,6 +338,45 @@ def _search_parser(commands: Any, store: _Parser) -> None:
         metavar='W',
         help=f"with --ranking hybrid: the similarity side's share, 0 to 1 (default: {DEFAULT_HYBRID_WEIGHT:g})",
     )
+
+
+def _serve_parsers(commands: Any) -> None:
+    """`mcp` and `ui`: the store served read-only to an MCP client or a browser (the `serve` extra)."""
+    for name, help_text, description, port in (
+        (
+            'mcp',
+            'serve read-only search, conversations and runs to MCP clients (stdio or streamable HTTP)',
+            "An MCP server with read-only tools: search (the search tool's engine and answer), list conversations, "
+            "show a run or a conversation. Needs the serve extra: pip install 'durable-recall[serve]'.",
+            8765,
+        ),
+        (
+            'ui',
+            'a read-only web inspector of the store: timelines, search, check',
+            'A server-rendered web inspector: conversations, timelines, search with highlighted hits, the check '
+            "report. GET only; it never changes the store. Needs the serve extra: pip install 'durable-recall[serve]'.",
+            8766,
+        ),
+    ):
+        parser = commands.add_parser(name, help=help_text, description=description)
+        parser.add_argument('--store', required=True, type=_non_empty, metavar='PATH_OR_URL', help='as for search')
+        parser.add_argument('--schema', help='the Postgres schema holding the tables (default: the search path)')
+        parser.add_argument('--connect-timeout', type=_number(float, minimum=0.5), default=3.0, metavar='SECONDS')
+        scope = parser.add_mutually_exclusive_group(required=True)
+        scope.add_argument(
+            '--conversation', action='append', metavar='ID', help='serve this conversation only (repeatable)'
+        )
+        scope.add_argument('--all', action='store_true', help='serve every conversation in the store')
+        if name == 'mcp':
+            parser.add_argument('--transport', choices=('stdio', 'http'), default='stdio', help='default: stdio')
+        parser.add_argument('--host', default='127.0.0.1', help='HTTP bind address (default: 127.0.0.1, loopback)')
+        parser.add_argument('--port', type=_number(int, minimum=0), default=port, help=f'HTTP port (default: {port})')
+        parser.add_argument(
+            '--token-file',
+            metavar='PATH',
+            help='a file holding the bearer token HTTP requests must carry (or set DURABLE_RECALL_TOKEN); '
+            'required when binding anything but loopback',
+        )
 
 
 def _non_empty(text: str) -> str:

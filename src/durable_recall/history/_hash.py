@@ -27,6 +27,8 @@ Left out, and why:
   during a request (token counting, fallback bookkeeping). Application metadata keys still count:
   core never rewrites them, and an application may tell two messages apart by them.
 * Response `workspace_ref`: core refreshes it on the last response when a run ends.
+* Response `request_timestamp` and `duration` (pydantic-ai 2.78): when the request was sent and how
+  long the model took, wall-clock stamps that pydantic-ai itself leaves out of a response's equality.
 
 Kept: response `usage`, `model_name`, `model_id`, `provider_*` (including `provider_response_id`),
 `finish_reason` and the parts. A durable engine journals the model's response, so a replay hands
@@ -73,7 +75,18 @@ _STAMPED_FIELDS = frozenset({'timestamp'})
 _STAMPED_CAPABILITY_FIELDS = frozenset({'timestamp', 'record_id', 'capability_id'})
 """A capability part's generated fields: a fresh uuid7 `record_id` (and a fresh `timestamp`) each time
 one is built or loaded without them, and `capability_id`, the enqueuing capability's run id."""
-_IGNORED_FIELDS = frozenset({'timestamp', 'run_id', 'conversation_id', 'instructions', 'state', 'workspace_ref'})
+_IGNORED_FIELDS = frozenset(
+    {
+        'timestamp',
+        'run_id',
+        'conversation_id',
+        'instructions',
+        'state',
+        'workspace_ref',
+        'request_timestamp',
+        'duration',
+    }
+)
 _FRAMEWORK_METADATA_KEY = '__pydantic_ai__'
 
 

@@ -31,6 +31,9 @@ from ._storage import (
     RunCommit,
     ScopeSpans,
     ScopeStatus,
+    ScopeView,
+    ScopeViews,
+    SpansWanted,
     StaleIndexError,
 )
 from ._vectors import HASH_BYTES, MemoryVectors, VectorRow, VectorStorage, pack_floats, unpack_floats
@@ -60,6 +63,9 @@ __all__ = (
     'RunCommit',
     'ScopeSpans',
     'ScopeStatus',
+    'ScopeView',
+    'ScopeViews',
+    'SpansWanted',
     'SnapshotFeed',
     'SnapshotReader',
     'StaleIndexError',

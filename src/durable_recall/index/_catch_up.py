@@ -98,8 +98,17 @@ class Indexer:
         """The index port written to."""
         return self._storage
 
-    async def catch_up(self, run_ids: Iterable[str], progress: Progress | None = None) -> list[Unreadable]:
+    async def catch_up(
+        self, run_ids: Iterable[str], progress: Progress | None = None, *, upto: Mapping[str, int] | None = None
+    ) -> list[Unreadable]:
         """Index what changed in these runs (oldest first, so inheritance sees earlier runs).
+
+        Args:
+            run_ids: The runs.
+            progress: Called as batches commit.
+            upto: Per run, the snapshot index a writer just saved: a run whose index has read
+                it already is left alone (a retried save's catch-up commits nothing, and so
+                moves no generation).
 
         Returns:
             The runs that could not be read; their index stays at what could, and they are
@@ -110,7 +119,7 @@ class Indexer:
         self._known_held = {}
         for start in range(0, len(ids), _BATCH_RUNS):
             batch = ids[start : start + _BATCH_RUNS]
-            problems += await self._catch_up_batch(batch)
+            problems += await self._catch_up_batch(batch, upto or {})
             if progress is not None:
                 progress(start + len(batch), len(ids))
         return problems
@@ -129,7 +138,7 @@ class Indexer:
                 problems.append(error)
         return records, problems
 
-    async def _catch_up_batch(self, run_ids: list[str]) -> list[Unreadable]:
+    async def _catch_up_batch(self, run_ids: list[str], upto: Mapping[str, int]) -> list[Unreadable]:
         """Catch runs up together: their reads first, then one transaction for all their commits.
 
         One commit for many runs writes each term's open tail once for all of them, where a
@@ -138,8 +147,11 @@ class Indexer:
         indexed one of the runs meanwhile, the batch commits nothing and its runs are caught up
         one by one instead.
         """
-        records, problems = await self._records(run_ids)
         rows = await self._storage.load_runs(run_ids)
+        run_ids = [run_id for run_id in run_ids if run_id not in upto or _behind(rows.get(run_id), upto[run_id])]
+        if not run_ids:
+            return []
+        records, problems = await self._records(run_ids)
         feed = self._feed if isinstance(self._feed, SnapshotFeed) else None
         if feed is not None:
             found = [run_id for run_id in run_ids if run_id in records]
@@ -331,6 +343,11 @@ class Indexer:
             kept.update((entry[0], entry) for entry in added.get(term, []))
             out[term] = [kept[position] for position in sorted(kept)]
         return out
+
+
+def _behind(row: IndexedRunRow | None, saved: int) -> bool:
+    """Whether a run's index has not read the snapshot `saved` yet."""
+    return row is None or row.seen < saved
 
 
 def _put(arrays: _Arrays, position: int, length: int, seq: int, message: ModelMessage, run: RunRecord) -> None:

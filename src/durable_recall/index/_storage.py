@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 __all__ = (
     'IndexStorage',
@@ -34,6 +34,9 @@ __all__ = (
     'RunCommit',
     'ScopeSpans',
     'ScopeStatus',
+    'ScopeView',
+    'ScopeViews',
+    'SpansWanted',
     'StaleIndexError',
 )
 
@@ -169,6 +172,61 @@ class RunCommit:
     hashes: Sequence[bytes] = ()
     docs_delta: int = 0
     length_delta: int = 0
+
+
+SpansWanted = Literal['no', 'if-moved', 'yes']
+"""Whether `ScopeViews.view` reads the conversation's spans too."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScopeView:
+    """A scope's status with the postings and spans a search needs, read in one statement (`ScopeViews.view`).
+
+    Attributes:
+        status: As `IndexStorage.status`.
+        postings: As `IndexStorage.postings`, of the terms the view returned (see `ScopeViews.view`).
+        moved: Whether the scope's generation differs from the one the caller said it knew.
+        spans: The conversation's spans (`IndexStorage.scope_spans`), when they were read.
+    """
+
+    status: ScopeStatus
+    postings: Mapping[str, list[PostingsRow]]
+    moved: bool
+    spans: ScopeSpans | None = None
+
+
+@runtime_checkable
+class ScopeViews(Protocol):
+    """An index that reads a search's status, postings and spans in one round trip (optional, beside `IndexStorage`).
+
+    A warm search of a networked store otherwise pays a round trip per read: the status, the
+    postings, the status again (postings and statistics must be of one generation), the spans.
+    One statement sees one snapshot, so the postings it returns are of the status it returns.
+    """
+
+    async def view(
+        self,
+        conversation_id: str | None,
+        *,
+        all_scopes: bool,
+        terms: Sequence[str],
+        known: str | None,
+        known_terms: Sequence[str] = (),
+        spans: SpansWanted = 'no',
+    ) -> ScopeView:
+        """The scope's status and postings, in one consistent read.
+
+        Args:
+            conversation_id: The conversation (ignored when `all_scopes`).
+            all_scopes: The whole store.
+            terms: Terms whose postings are always returned (those the caller does not hold).
+            known: The generation the caller holds postings and spans of (`None`: none).
+            known_terms: Terms whose postings the caller holds for `known`: returned only when
+                the generation moved from it.
+            spans: The conversation's spans too: `'yes'`, `'if-moved'` (when the generation moved
+                from `known`), or `'no'` (always `'no'` for `all_scopes`).
+        """
+        ...
 
 
 @runtime_checkable

@@ -19,6 +19,7 @@ from ..stores import BatchSaver, StepStore, open_spec_store
 from ..text import SEARCH_TOOL_NAME
 from ._delta import diff_history, is_identity
 from ._guard import refuse_workflow_code
+from ._index_on_save import index_saved
 from ._replayed import check_replayed
 from ._settled import snapshot_state
 
@@ -67,6 +68,10 @@ class StepPersistence(AbstractCapability[Any]):
         max_batch_bytes: In workflow code, write once the queued messages reach this many bytes
             of JSON, keeping each operation's payload far below Temporal's 2 MB limit.
         flush_before_tools: Tool names before whose calls queued snapshots are written.
+        index_on_save: Index the snapshots in the same durable operation that saves them, after
+            they commit, so that a search finds the index current instead of catching it up
+            inside the activity or step a turn waits on (see docs/scale-out.md). `False` leaves
+            it to the next search, or to `update_index`.
     """
 
     store: StepStore
@@ -77,6 +82,7 @@ class StepPersistence(AbstractCapability[Any]):
     max_batch_steps: int = 16
     max_batch_bytes: int = 256 * 1024
     flush_before_tools: frozenset[str] = frozenset({SEARCH_TOOL_NAME})
+    index_on_save: bool = True
     _: KW_ONLY
     id: str | None = 'step_persistence'
 
@@ -106,6 +112,8 @@ class StepPersistence(AbstractCapability[Any]):
             raise TypeError(f'StepPersistence metadata must map str to str, got {bad!r}')
         _check_positive_int('max_batch_steps', self.max_batch_steps)
         _check_positive_int('max_batch_bytes', self.max_batch_bytes)
+        if not isinstance(self.index_on_save, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f'StepPersistence index_on_save must be True or False, got {self.index_on_save!r}')
         self.flush_before_tools = frozenset(self.flush_before_tools)
 
     @classmethod
@@ -272,6 +280,9 @@ class StepPersistence(AbstractCapability[Any]):
         if ignored:
             # A replay stores nothing new; a reused run id must not pass for one.
             await check_replayed(self.store, ignored)
+        if self.index_on_save and batch.deltas:
+            # Sent again (a retry), the deltas may be saved but not indexed: each run says which.
+            await index_saved(store, batch.deltas)
         return sum(taken)
 
 

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
-import anyio
 from pydantic_ai.embeddings import Embedder
 
 from ..base import DurableRecallError, StoreUnavailableError
@@ -27,6 +26,7 @@ from ._embedding import Ranking, check_ranking, local_embedder
 from ._fusion import DEFAULT_WEIGHT
 from ._hits import Candidate, Doc, Hit
 from ._outcome import Outcome
+from ._rankers import Rankers
 from ._ranking import Ask, Ranker
 from ._request import SearchRequest, SearchScope, check_request, filters_of, query_terms
 from ._semantic import SemanticIndex
@@ -102,14 +102,16 @@ class SearchEngine:
     ranking: Ranking = 'bm25'
     embedder: Embedder | None = None
     hybrid_weight: float = DEFAULT_WEIGHT
-    _ranker: Ranker = field(init=False, repr=False)
+    _rankers: Rankers = field(init=False, repr=False)
     _semantic: SemanticIndex | None = field(default=None, init=False, repr=False)
-    _lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     def __post_init__(self) -> None:
         # Configuration errors at construction (the command line builds engines directly).
         check_ranking(self.ranking, self.embedder, self.hybrid_weight)
-        self._ranker = Ranker(corpus_for(self.source))
+        # Hybrid ranking's vectors are one index for all: its searches keep to one ranker, one at a time.
+        self._rankers = Rankers(
+            corpus_for(self.source), context_lines=self.context_lines, per_conversation=self.ranking == 'bm25'
+        )
         warm_up()  # the first search's one-time costs, paid at startup instead (see `_warm_up`)
 
     async def _similarity(
@@ -121,7 +123,7 @@ class SearchEngine:
         try:
             if self._semantic is None:
                 embedder = self.embedder if self.embedder is not None else await local_embedder()
-                self._semantic = SemanticIndex(self._ranker.corpus, vectors_for(self.source), embedder)
+                self._semantic = SemanticIndex(self._rankers.corpus, vectors_for(self.source), embedder)
             return await self._semantic.similarity(query, conversation_id, all_scopes=all_scopes)
         except DurableRecallError:
             raise
@@ -180,9 +182,10 @@ class SearchEngine:
         terms = query_terms(query)  # bounded: reads at most MAX_QUERY_BYTES of the query
         filters = filters_of(request)
         all_scopes = scope == 'all'
-        ranker = self._ranker
-        async with self._lock:
-            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+        ranker, lock = self._rankers.of(conversation_id, all_scopes=all_scopes)
+        async with lock:
+            across = request.run_id is None and not all_scopes  # windows walk the conversation's record
+            await ranker.refresh(conversation_id, all_scopes=all_scopes, progress=progress, terms=terms, across=across)
             notes: list[str] = []
             similarity = None
             if terms:
@@ -220,7 +223,7 @@ class SearchEngine:
                 fixed = _answer.no_matches(query, ranked.total)
             matched = ranked.matched if count_matches else None
             if fixed is not None:
-                return Outcome(fixed=fixed, unreadable=self._unreadable(), notes=notes, matched=matched)
+                return Outcome(fixed=fixed, unreadable=_unreadable(ranker), notes=notes, matched=matched)
             candidates = ranked.candidates
             if request.order != 'relevance':
                 times = dict(zip(map(id, candidates), ranker.times(candidates), strict=True))
@@ -231,14 +234,12 @@ class SearchEngine:
             window = await ranker.windows(self.context_lines, candidates)
             chosen = self._distinct(candidates, window)
             windows = [window(found) for found in chosen]
-            outcome = await self._shown(outcome, chosen, windows, conversation=all_scopes, keep=keep)
-            return replace(outcome, unreadable=self._unreadable(), notes=notes)
-
-    def _unreadable(self) -> list[str]:
-        return [_answer.unreadable(problem) for problem in self._ranker.unreadable]
+            outcome = await self._shown(ranker, outcome, chosen, windows, conversation=all_scopes, keep=keep)
+            return replace(outcome, unreadable=_unreadable(ranker), notes=notes)
 
     async def _shown(
         self,
+        ranker: Ranker,
         outcome: Outcome,
         chosen: list[Candidate],
         windows: list[tuple[Doc, ...]],
@@ -252,10 +253,10 @@ class SearchEngine:
         its partner first, then wider while room remains. Windows are read in one batch.
         """
         # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
-        notes = [_answer.unreadable(problem) for problem in self._ranker.unreadable]
+        notes = [_answer.unreadable(problem) for problem in ranker.unreadable]
         note = _answer.note_for(notes, self.max_result_bytes) + ''.join(f'\n\n{text}' for text in outcome.notes)
         max_bytes = self.max_result_bytes - len(note.encode())
-        loaded = await self._ranker.load(chosen, windows)
+        loaded = await ranker.load(chosen, windows)
         count = len(loaded)  # less runs deleted since they were ranked
         loaded = [hit for hit in loaded if not withheld_only(hit, outcome.terms, self.skip_tools)]
         if keep is not None:
@@ -284,6 +285,11 @@ class SearchEngine:
             chosen.append(found)
             shown.update(window(found))
         return chosen
+
+
+def _unreadable(ranker: Ranker) -> list[str]:
+    """The answer's notes naming what the search could not read."""
+    return [_answer.unreadable(problem) for problem in ranker.unreadable]
 
 
 def search_failed(error: Exception) -> str:

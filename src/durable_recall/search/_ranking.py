@@ -17,13 +17,11 @@ it has not seen yet.
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from ..base import DurableRecallError, RunRecord
 from ..index import (
-    ROLE_NAMES,
     Match,
     Postings,
     Progress,
@@ -40,12 +38,13 @@ from ._corpus import Corpus
 from ._damage import DAMAGE, note_damage, recount, size_of, time_at
 from ._fusion import fuse
 from ._hits import Candidate, Doc, Hit, Line
+from ._prefetch import Prefetch, caught_up_view, read_rows
 from ._reads import Reader
-from ._request import Filters
 from ._run_ids import by_short_id
 from ._scope_cache import CachedRun, CachedScope
+from ._selection import best_keys, filtered
 from ._terms import read_postings
-from ._windows import Layout, in_run_window
+from ._windows import Layout, in_run_window, leaves_run
 
 __all__ = ('Ask', 'Ranked', 'Ranker')
 
@@ -68,8 +67,11 @@ class Ranker:
         max_cached_terms: int = 4096,
         max_cached_scopes: int = 64,
         max_cached_messages: int = 2048,
+        context_lines: int = 0,
     ) -> None:
         self._corpus = corpus
+        self._context = context_lines
+        """The windows' reach (`SearchEngine.context_lines`): neighbouring runs read with a hit's (`_near`)."""
         self._scopes: OrderedDict[object, CachedScope] = OrderedDict()
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
@@ -92,16 +94,41 @@ class Ranker:
         """What the last refresh and the reads since could not read (reset by `refresh`)."""
         return self._reader.unreadable
 
-    async def refresh(self, conversation_id: str | None, *, all_scopes: bool, progress: Progress | None = None) -> None:
-        """Catch the scope's index up, for a search about to rank; what could not be read goes to `unreadable`."""
+    async def refresh(
+        self,
+        conversation_id: str | None,
+        *,
+        all_scopes: bool,
+        progress: Progress | None = None,
+        terms: Sequence[str] = (),
+        across: bool = False,
+    ) -> None:
+        """Catch the scope's index up, for a search about to rank; what could not be read goes to `unreadable`.
+
+        With the query's `terms`, and `across` (windows walk the conversation), a corpus that can
+        reads the postings and spans the search needs with the status (`_prefetch`).
+        """
         self._searches += 1
-        await self._refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+        corpus, cached = self._corpus, self._scopes.get(_ALL if all_scopes else conversation_id)
+        found, problems = await caught_up_view(
+            corpus, cached, conversation_id, all_scopes=all_scopes, terms=terms, across=across, progress=progress
+        )
+        await self._refresh(conversation_id, all_scopes=all_scopes, progress=progress, found=found, problems=problems)
 
     async def _refresh(
-        self, conversation_id: str | None, *, all_scopes: bool, progress: Progress | None = None
+        self,
+        conversation_id: str | None,
+        *,
+        all_scopes: bool,
+        progress: Progress | None = None,
+        found: Prefetch | None = None,
+        problems: Sequence[Unreadable] = (),
     ) -> None:
         self._passing.clear()  # of the generation read before
-        status, problems = await self._corpus.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
+        if found is not None:
+            status = found.view.status
+        else:
+            status, problems = await self._corpus.refresh(conversation_id, all_scopes=all_scopes, progress=progress)
         self._reader.unreadable = list(problems)
         key = _ALL if all_scopes else conversation_id
         cached = self._scopes.get(key)
@@ -111,6 +138,8 @@ class Ranker:
                 docs, length = await recount(self._corpus.storage, conversation_id, all_scopes=all_scopes)
                 self._damaged(f'its statistics are out of range ({status.docs} documents, length {status.length})')
             self._scopes[key] = CachedScope(status.generation, docs, length)
+        if found is not None:
+            found.keep(self._scopes[key], self._passing, first_search=self._searches <= 1)
         self._scopes.move_to_end(key)
         while len(self._scopes) > self._max_scopes:
             self._scopes.popitem(last=False)
@@ -190,8 +219,9 @@ class Ranker:
         if near is not None and only is not None:
             near = {key: value for key, value in near.items() if key >> 32 == only.row.run_key}
         if filters.active:
-            scores = await self._filtered(scope, scores, filters)
-            near = None if near is None else await self._filtered(scope, near, filters)
+            scores = filtered(scores, await self._runs(scope, {key >> 32 for key in scores}), filters)
+            if near is not None:
+                near = filtered(near, await self._runs(scope, {key >> 32 for key in near}), filters)
         if near is not None:
             scores = fuse(scores, near, weight=ask.weight)
         matched = len(scores) if ask.count else None
@@ -206,15 +236,10 @@ class Ranker:
         self, scope: CachedScope, scores: dict[int, float], limit: int | None
     ) -> list[tuple[int, float, CachedRun]]:
         """The best `limit` documents (all, for `None`) in corpus order among equal scores."""
-        if limit is not None and len(scores) > limit:
-            chosen = heapq.nsmallest(limit, ((-score, key) for key, score in scores.items()))
-            # Whoever ties the last one may come first in corpus order: keep every tie.
-            boundary = chosen[-1][0]
-            picked = {key for _, key in chosen}
-            chosen += [(-score, key) for key, score in scores.items() if -score == boundary and key not in picked]
-        else:
-            chosen = [(-score, key) for key, score in scores.items()]
-        runs = await self._runs(scope, {key >> 32 for _, key in chosen})
+        chosen = best_keys(scores, limit)
+        keys = {key >> 32 for _, key in chosen}
+        # The neighbours their windows reach come in the same read: showing them then reads no rows.
+        runs = await self._runs(scope, keys, ahead=self._near(scope, keys))
         past = [
             (run, key & _POSITION) for _, key in chosen if (run := runs.get(key >> 32)) and key & _POSITION >= run.size
         ]
@@ -250,7 +275,7 @@ class Ranker:
         scope = self._ranked
         assert scope is not None, 'rank first'
         if self._across is None or (
-            scope.layout is None and not any(_leaves(found, context_lines) for found in candidates)
+            scope.layout is None and not any(leaves_run(found, context_lines) for found in candidates)
         ):
             return lambda found: in_run_window(found, context_lines)
         if scope.layout is None:
@@ -354,13 +379,21 @@ class Ranker:
         """Runs by key, from the scope's cache or the index (one read); kept while the generation holds.
 
         When there is a read to make, `ahead`'s runs are read along, and returned with the others.
+        Where the corpus reads records with index rows (`ViewingCorpus.rows_with_records`), the
+        runs come with their records, and showing them reads no records apart.
         """
         missing = [key for key in run_keys if key not in scope.runs]
         if missing:
             missing += (key for key in ahead - run_keys if key not in scope.runs)
-            for key, row in (await self._corpus.storage.runs_by_key(sorted(missing))).items():
-                scope.runs[key] = CachedRun(row, size_of(self._reader.unreadable, row))
+            rows, records = await read_rows(self._corpus, sorted(missing))
+            for key, row in rows.items():
+                scope.runs[key] = CachedRun(row, size_of(self._reader.unreadable, row), records.get(row.run_id))
         return {key: scope.runs[key] for key in run_keys | ahead if key in scope.runs}
+
+    def _near(self, scope: CachedScope, run_keys: set[int]) -> set[int]:
+        """Runs a window of these runs' documents may reach along the record (read with them: see `_best`)."""
+        layout = scope.layout if self._across is not None else None
+        return {near for key in run_keys for near in layout.near(key, self._context)} if layout else set()
 
     async def _head(self, run: CachedRun) -> list[Counter[str]]:
         """The terms of a run's inherited head (positions before `first`), which the index leaves to their owners."""
@@ -371,29 +404,3 @@ class Ranker:
         asked = [(run.record, {p: seqs[p] for p in range(first)})]
         [messages] = await self._reader.decoded(asked, [run.summaries], keys={run.record.run_id: run.row.run_key})
         return [Counter(record_text_terms(messages[p])) if p in messages else Counter[str]() for p in range(first)]
-
-    async def _filtered(self, scope: CachedScope, scores: Mapping[int, float], filters: Filters) -> dict[int, float]:
-        runs = await self._runs(scope, {key >> 32 for key in scores})
-        roles = {key: run.roles for key, run in runs.items()}
-        times = {key: run.times for key, run in runs.items()}
-        since = filters.since.timestamp() if filters.since is not None else None
-        until = filters.until.timestamp() if filters.until is not None else None
-        kept: dict[int, float] = {}
-        for key, score in scores.items():
-            run_key, position = key >> 32, key & _POSITION
-            if run_key not in runs:
-                continue
-            if filters.roles is not None and ROLE_NAMES[roles[run_key][position]] not in filters.roles:
-                continue
-            moment = times[run_key][position]
-            if since is not None and moment < since:
-                continue
-            if until is not None and moment > until:
-                continue
-            kept[key] = score
-        return kept
-
-
-def _leaves(found: Candidate, context_lines: int) -> bool:
-    """Whether the candidate's window along the record reaches past its own run's positions."""
-    return found.position - context_lines < found.first or found.position + context_lines >= found.size

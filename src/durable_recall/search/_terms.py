@@ -12,11 +12,27 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from ..index import IndexStorage, Postings, common_term, term_postings
+from ..index import IndexStorage, Postings, PostingsRow, common_term, term_postings
 
-__all__ = ('read_postings',)
+__all__ = ('keep_postings', 'read_postings')
+
+
+def keep_postings(
+    found: Mapping[str, Sequence[PostingsRow]],
+    terms: Sequence[str],
+    cache: OrderedDict[str, Postings],
+    passing: dict[str, Postings],
+    *,
+    first_search: bool,
+) -> None:
+    """Decode the postings read of `terms` (one not in `found` has none) into `cache` or `passing` (`read_postings`)."""
+    columns = not first_search or 'numpy' in sys.modules
+    for term in terms:
+        rows = found.get(term, ())
+        decoded: Postings = [term_postings(rows, columns=columns)] if rows else []
+        (cache if columns or not common_term(rows) else passing)[term] = decoded
 
 
 async def read_postings(
@@ -58,11 +74,7 @@ async def read_postings(
         status = await storage.status(conversation_id, all_scopes=all_scopes)
         if status.generation != generation:
             return None
-        columns = not first_search or 'numpy' in sys.modules
-        for term in missing:
-            rows = found.get(term, ())
-            decoded: Postings = [term_postings(rows, columns=columns)] if rows else []
-            (cache if columns or not common_term(rows) else passing)[term] = decoded
+        keep_postings(found, missing, cache, passing, first_search=first_search)
     out = {term: passing[term] if term in passing else cache[term] for term in terms}
     for term in terms:
         if term in cache:

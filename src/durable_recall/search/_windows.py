@@ -24,12 +24,17 @@ from array import array
 from ..index import ScopeSpans, array_length
 from ._hits import Candidate, Doc
 
-__all__ = ('Layout', 'in_run_window')
+__all__ = ('Layout', 'in_run_window', 'leaves_run')
 
 
 def in_run_window(found: Candidate, context_lines: int) -> tuple[Doc, ...]:
     """The documents around a candidate within its own run (from the run's `first` on)."""
     return tuple((found.run_key, position) for position in found.window(context_lines))
+
+
+def leaves_run(found: Candidate, context_lines: int) -> bool:
+    """Whether the candidate's window along the record reaches past its own run's positions."""
+    return found.position - context_lines < found.first or found.position + context_lines >= found.size
 
 
 class Layout:
@@ -75,6 +80,26 @@ class Layout:
             if len(after) >= context_lines:
                 break
         return (*reversed(before), (found.run_key, found.position), *after)
+
+    def near(self, run_key: int, context_lines: int) -> list[int]:
+        """The runs a window of `context_lines` around any of the run's own documents may reach, both ways.
+
+        A superset (the window's hit may sit anywhere in its run): a search reads their index rows
+        with its hits' runs, so that showing the windows reads none.
+        """
+        index = self._index.get(run_key)
+        if index is None:
+            return []
+        near: list[int] = []
+        for step in (-1, 1):
+            reach, span = 0, index + step
+            while 0 <= span < len(self._keys) and reach < context_lines:
+                own = max(self._sizes[span] - self._firsts[span], 0)
+                if own:
+                    near.append(self._keys[span])
+                reach += own
+                span += step
+        return near
 
 
 def _count(lengths: bytes) -> int:

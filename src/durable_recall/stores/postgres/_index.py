@@ -15,16 +15,26 @@ statement as other terms' rows.
 
 from __future__ import annotations
 
-import struct
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
-from ...index import OPEN, IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits
+from ...index import (
+    OPEN,
+    IndexedRunRow,
+    PostingsRow,
+    RunCommit,
+    ScopeSpans,
+    ScopeStatus,
+    ScopeView,
+    SpansWanted,
+    apply_commits,
+)
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
 from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, group_terms, unpack_group
-from ._index_writer import BUMP_GENERATION, SCOPE_KEY, IndexDatabase, PostgresIndexWriter
+from ._index_writer import BUMP_GENERATION, SCOPE_KEY, STORE_GENERATION, IndexDatabase, PostgresIndexWriter
+from ._search_reads import scope_view, unpack_spans
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -43,12 +53,11 @@ _STATUS_SCOPE: LiteralString = (
 )
 
 _STATUS_ALL: LiteralString = (
-    'SELECT g.value, t.docs, t.length,'
+    'SELECT ' + STORE_GENERATION + ', t.docs, t.length,'
     ' ARRAY(SELECT p.run_id FROM {pending} AS p JOIN {runs} AS r ON r.run_id = p.run_id'
     ' ORDER BY r.started_at, r.run_id)'
     ' FROM (SELECT COALESCE(SUM(docs), 0)::bigint AS docs, COALESCE(SUM(length), 0)::bigint AS length'
     ' FROM {index_scopes}) AS t'
-    " LEFT JOIN {meta} AS g ON g.key = 'index_generation'"
 )
 
 _LOCK_INDEX: LiteralString = (
@@ -70,9 +79,6 @@ _SPANS: LiteralString = (
 )
 """A conversation's spans (`scope_spans`), packed into one value in one sort: per run, in order, its key,
 its `first`, and the head of its `lengths` (flags and count: all a span needs), as `_SPAN`."""
-
-_SPAN = '>qiB6s'
-"""One packed span: run key, first, how many bytes of the head are the run's, the head padded to 6 bytes."""
 
 _BUCKET: LiteralString = BUCKET_SQL.replace('{term}', 't').replace('{bits}', 's.group_bits')
 
@@ -113,6 +119,27 @@ class PostgresIndex:
         generation, docs, length, pending = row
         return ScopeStatus(generation=generation or '', pending=list(pending), docs=docs or 0, length=length or 0)
 
+    async def view(
+        self,
+        conversation_id: str | None,
+        *,
+        all_scopes: bool,
+        terms: Sequence[str],
+        known: str | None,
+        known_terms: Sequence[str] = (),
+        spans: SpansWanted = 'no',
+    ) -> ScopeView:
+        """Status, postings and spans in one statement (`ScopeViews`; see `_search_reads`)."""
+        return await scope_view(
+            self._db,
+            conversation_id,
+            all_scopes=all_scopes,
+            terms=terms,
+            known=known,
+            known_terms=known_terms,
+            spans=spans,
+        )
+
     async def load_runs(self, run_ids: Sequence[str]) -> dict[str, IndexedRunRow]:
         if not run_ids:
             return {}
@@ -148,15 +175,7 @@ class PostgresIndex:
         async with self._db.read() as cur:
             await cur.execute(self._db.sql(_SPANS), {'conv': conversation_id})
             row = await cur.fetchone()
-        packed: bytes = b'' if row is None or row[0] is None else row[0]
-        run_keys: list[int] = []
-        firsts: list[int] = []
-        lengths: list[bytes] = []
-        for run_key, first, size, head in struct.iter_unpack(_SPAN, packed):
-            run_keys.append(run_key)
-            firsts.append(first)
-            lengths.append(head[:size])
-        return ScopeSpans(run_keys=run_keys, firsts=firsts, lengths=lengths)
+        return unpack_spans(b'' if row is None or row[0] is None else bytes(row[0]))
 
     async def postings(
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool

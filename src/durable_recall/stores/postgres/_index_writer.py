@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from psycopg import AsyncCursor, sql
     from psycopg.rows import TupleRow
 
-__all__ = ('BUMP_GENERATION', 'SCOPE_KEY', 'IndexDatabase', 'PostgresIndexWriter')
+__all__ = ('BUMP_GENERATION', 'SCOPE_KEY', 'STORE_GENERATION', 'IndexDatabase', 'PostgresIndexWriter')
 
 
 class IndexDatabase(Protocol):
@@ -58,6 +58,13 @@ SCOPE_KEY: LiteralString = (
     ' UNION ALL SELECT 0 WHERE %(conv)s::text IS NULL)'
 )
 """The scope key of `%(conv)s`: 0 for `NULL`, `NULL` when the conversation has no scope row."""
+
+STORE_GENERATION: LiteralString = (
+    "md5(COALESCE((SELECT value FROM {meta} WHERE key = 'index_generation'), '')"
+    " || COALESCE((SELECT string_agg(generation, ',' ORDER BY scope_key) FROM {index_scopes}), ''))"
+)
+"""The store-wide index generation (`status(all_scopes=True)`): it changes whenever any scope's does (a
+commit), a scope goes (a deletion), or the stored value is bumped (a deletion, a rebuild, a migration)."""
 
 BUMP_GENERATION: LiteralString = (
     "INSERT INTO {meta} (key, value) VALUES ('index_generation', %(generation)s)"
@@ -276,4 +283,9 @@ class PostgresIndexWriter:
         )
 
     async def bump_generation(self, generation: str) -> None:
-        await self._cur.execute(self._sql(BUMP_GENERATION), {'generation': generation})
+        """Nothing: on Postgres the store-wide generation is derived from the scopes' own (`STORE_GENERATION`).
+
+        A commit already gives its scope a new generation. Writing the store-wide one too made every
+        commit, of every conversation, update one row: concurrent commits queued on its lock until
+        each committed, holding their connections meanwhile, which under load emptied the pool.
+        """

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, LiteralString
 import anyio.to_thread
 
 from ...base import CorruptSnapshotError, PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ...index import IndexedRunRow
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._protocol import ConversationSummary
@@ -36,6 +37,7 @@ from ._reads import (
     run_from_row,
     snapshot_from_row,
 )
+from ._search_reads import rows_with_records
 from ._vectors import PostgresVectors
 from ._writes import write_batch
 
@@ -359,6 +361,12 @@ class PostgresStepStore:
 
     def index_storage(self) -> PostgresIndex:
         return self._index
+
+    async def indexed_runs_with_records(
+        self, run_keys: Sequence[int]
+    ) -> tuple[dict[int, IndexedRunRow], dict[str, RunRecord]]:
+        """Index rows by run key with their runs' records, in one statement (`search.RowsWithRecords`)."""
+        return await rows_with_records(self._db, run_keys)
 
     def vector_storage(self) -> PostgresVectors:
         """Message vectors for hybrid ranking, in `{vectors}` beside the index."""

@@ -22,7 +22,17 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
-from ...index import IndexedRunRow, PostingsRow, RunCommit, ScopeSpans, ScopeStatus, apply_commits, run_inline
+from ...index import (
+    IndexedRunRow,
+    PostingsRow,
+    RunCommit,
+    ScopeSpans,
+    ScopeStatus,
+    ScopeView,
+    SpansWanted,
+    apply_commits,
+    run_inline,
+)
 from .._run_rows import indexed_run
 from .._sqlite_migrations import SQLITE_INDEX_RESET
 from ._connection import SqliteConnection, transaction
@@ -129,26 +139,34 @@ class SqliteIndex:
     async def status(self, conversation_id: str | None, *, all_scopes: bool) -> ScopeStatus:
         def read(conn: sqlite3.Connection) -> ScopeStatus:
             with transaction(conn, 'BEGIN'):
-                if all_scopes:
-                    found = conn.execute("SELECT value FROM dr_meta WHERE key = 'index_generation'").fetchone()
-                    generation = '' if found is None else found[0]
-                    docs, length = conn.execute(
-                        'SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(length), 0) FROM dr_index_scopes'
-                    ).fetchone()
-                    pending = conn.execute(f'{_PENDING} ORDER BY r.started_at, r.run_id')
-                else:
-                    found = conn.execute(
-                        f'SELECT generation, docs, length FROM dr_index_scopes WHERE scope_key = {SCOPE_KEY}',
-                        (conversation_id, conversation_id),
-                    ).fetchone()
-                    generation, docs, length = ('', 0, 0) if found is None else found
-                    pending = conn.execute(
-                        f'{_PENDING} WHERE p.conversation_id = ? ORDER BY r.started_at, r.run_id',
-                        (conversation_id or '',),
-                    )
-                return ScopeStatus(
-                    generation=generation, pending=[run_id for (run_id,) in pending], docs=docs, length=length
-                )
+                return _status(conn, conversation_id, all_scopes=all_scopes)
+
+        return await self._look(read)
+
+    async def view(
+        self,
+        conversation_id: str | None,
+        *,
+        all_scopes: bool,
+        terms: Sequence[str],
+        known: str | None,
+        known_terms: Sequence[str] = (),
+        spans: SpansWanted = 'no',
+    ) -> ScopeView:
+        """Status, postings and spans in one read transaction (`ScopeViews`): one point read, not four."""
+
+        def read(conn: sqlite3.Connection) -> ScopeView:
+            with transaction(conn, 'BEGIN'):
+                status = _status(conn, conversation_id, all_scopes=all_scopes)
+                moved = status.generation != known
+                asked = [*terms, *(term for term in known_terms if term not in terms)] if moved else list(terms)
+                found = _postings(conn, asked, conversation_id, all_scopes=all_scopes)
+                listed = None
+                if not all_scopes and (spans == 'yes' or (spans == 'if-moved' and moved)):
+                    # A conversation of more runs is listed in a worker thread when windows need it.
+                    params = (conversation_id, conversation_id)
+                    listed = _columns(conn.execute(f'{_SPANS} LIMIT {_INLINE_SPANS + 1}', params), _INLINE_SPANS)
+            return ScopeView(status=status, postings=found, moved=moved, spans=listed)
 
         return await self._look(read)
 
@@ -209,27 +227,8 @@ class SqliteIndex:
         self, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
     ) -> dict[str, list[PostingsRow]]:
         def read(conn: sqlite3.Connection) -> dict[str, list[PostingsRow]]:
-            found: dict[str, list[PostingsRow]] = {}
             with transaction(conn, 'BEGIN'):
-                for chunk in chunked(dict.fromkeys(terms)):
-                    if all_scopes:
-                        # Keyed by scope first: every scope is looked up by key, never scanned for.
-                        rows = conn.execute(
-                            'SELECT term, chunk, postings FROM dr_index_postings'
-                            ' WHERE scope_key IN (SELECT scope_key FROM dr_index_scopes)'
-                            f' AND term IN ({marks(chunk)}) ORDER BY term, scope_key, chunk',
-                            chunk,
-                        )
-                    else:
-                        rows = conn.execute(
-                            'SELECT term, chunk, postings FROM dr_index_postings'
-                            f' WHERE term IN ({marks(chunk)}) AND scope_key = {SCOPE_KEY}'
-                            ' ORDER BY term, scope_key, chunk',
-                            [*chunk, conversation_id, conversation_id],
-                        )
-                    for term, number, data in rows:
-                        found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
-            return found
+                return _postings(conn, terms, conversation_id, all_scopes=all_scopes)
 
         return await self._look(read)
 
@@ -282,6 +281,53 @@ class SqliteIndex:
                 run_inline(apply_commits(SqliteIndexWriter(conn), changes))
 
         await self._run(write)
+
+
+def _status(conn: sqlite3.Connection, conversation_id: str | None, *, all_scopes: bool) -> ScopeStatus:
+    """The scope's status (`IndexStorage.status`); call inside a read transaction."""
+    if all_scopes:
+        found = conn.execute("SELECT value FROM dr_meta WHERE key = 'index_generation'").fetchone()
+        generation = '' if found is None else found[0]
+        docs, length = conn.execute(
+            'SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(length), 0) FROM dr_index_scopes'
+        ).fetchone()
+        pending = conn.execute(f'{_PENDING} ORDER BY r.started_at, r.run_id')
+    else:
+        found = conn.execute(
+            f'SELECT generation, docs, length FROM dr_index_scopes WHERE scope_key = {SCOPE_KEY}',
+            (conversation_id, conversation_id),
+        ).fetchone()
+        generation, docs, length = ('', 0, 0) if found is None else found
+        pending = conn.execute(
+            f'{_PENDING} WHERE p.conversation_id = ? ORDER BY r.started_at, r.run_id', (conversation_id or '',)
+        )
+    return ScopeStatus(generation=generation, pending=[run_id for (run_id,) in pending], docs=docs, length=length)
+
+
+def _postings(
+    conn: sqlite3.Connection, terms: Sequence[str], conversation_id: str | None, *, all_scopes: bool
+) -> dict[str, list[PostingsRow]]:
+    """Each term's chunks in the scope (`IndexStorage.postings`); call inside a read transaction."""
+    found: dict[str, list[PostingsRow]] = {}
+    for chunk in chunked(dict.fromkeys(terms)):
+        if all_scopes:
+            # Keyed by scope first: every scope is looked up by key, never scanned for.
+            rows = conn.execute(
+                'SELECT term, chunk, postings FROM dr_index_postings'
+                ' WHERE scope_key IN (SELECT scope_key FROM dr_index_scopes)'
+                f' AND term IN ({marks(chunk)}) ORDER BY term, scope_key, chunk',
+                chunk,
+            )
+        else:
+            rows = conn.execute(
+                'SELECT term, chunk, postings FROM dr_index_postings'
+                f' WHERE term IN ({marks(chunk)}) AND scope_key = {SCOPE_KEY}'
+                ' ORDER BY term, scope_key, chunk',
+                [*chunk, conversation_id, conversation_id],
+            )
+        for term, number, data in rows:
+            found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
+    return found
 
 
 def mark_pending(conn: sqlite3.Connection, conversation_id: str | None, run_id: str, upto: int) -> None:

@@ -21,6 +21,7 @@ from ...base import (
     StoredBody,
     from_micros,
 )
+from ...index import IndexedRunRow
 from .._batch_write import encode_deltas
 from .._log_refs import spans
 from .._protocol import ConversationSummary
@@ -38,6 +39,7 @@ from .._summaries import summarize_conversations
 from . import _reads, _writes
 from ._connection import SqliteConnection, transaction
 from ._index import SqliteIndex
+from ._search_reads import decode_rows_with_records, rows_with_records
 from ._vectors import SqliteVectors
 
 if TYPE_CHECKING:
@@ -274,6 +276,15 @@ class SqliteStepStore:
 
     def index_storage(self) -> SqliteIndex:
         return self._index
+
+    async def indexed_runs_with_records(
+        self, run_keys: Sequence[int]
+    ) -> tuple[dict[int, IndexedRunRow], dict[str, RunRecord]]:
+        """Index rows by run key with their runs' records, in one point read (`search.RowsWithRecords`)."""
+        if not run_keys:
+            return {}, {}
+        with _text_of_runs([]):
+            return await self._db.lookup_read(lambda conn: rows_with_records(conn, run_keys), decode_rows_with_records)
 
     def vector_storage(self) -> SqliteVectors:
         """Message vectors for hybrid ranking, in `dr_vectors` of the same file."""

