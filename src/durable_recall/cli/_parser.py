@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from .._vocabulary import DEFAULT_HYBRID_WEIGHT, ORDERS, RANKINGS, ROLES, SEARCH_TOOL_NAME
-from ._errors import EXIT_USAGE, CliError, install_hint
+from ._arg_types import Parser, fraction, non_empty, number
+from ._errors import install_hint
+from ._parser_admin import erasure_parsers, serve_parsers
 
 __all__ = (
     'DEFAULT_STORE',
@@ -61,13 +62,6 @@ MAX_TURNS = 10
 """The most demo turns: the script's opening prompt, each of its middle prompts, and its closing question."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad command line raises `CliError` (one line) instead of printing usage and exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise CliError(f'{message} (see `{self.prog} --help`)', status=EXIT_USAGE)
-
-
 class _Version(argparse.Action):
     """`--version`, reading the installed version only when asked (the metadata lookup is not free)."""
 
@@ -78,16 +72,16 @@ class _Version(argparse.Action):
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            number = version('durable-recall')
+            installed = version('durable-recall')
         except PackageNotFoundError:  # running from a source tree that was never installed
-            number = 'unknown'
-        sys.stdout.write(f'{parser.prog} {number}\n')
+            installed = 'unknown'
+        sys.stdout.write(f'{parser.prog} {installed}\n')
         parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line, subcommands included."""
-    parser = _Parser(
+    parser = Parser(
         prog=PROG,
         description=(
             'Exact, BM25-ranked recall over everything a Pydantic AI agent persisted. Run the demo, '
@@ -95,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument('--version', action=_Version, help="show program's version number and exit")
-    commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND', parser_class=_Parser)
+    commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND', parser_class=Parser)
     _demo_parser(commands)
     completion = commands.add_parser(
         'completion',
@@ -181,57 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
             'searches would otherwise rebuild it run by run)'
         ),
     )
-    _serve_parsers(commands)
-    _erasure_parsers(commands, store)
+    serve_parsers(commands)
+    erasure_parsers(commands, store)
     return parser
-
-
-_DURATION_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 604800}
-
-
-def _duration(text: str) -> float:
-    """`90d`, `12h`, `30m`, `45s` or `2w` as seconds (positive)."""
-    number, unit = text.strip()[:-1], text.strip()[-1:].lower()
-    if unit not in _DURATION_UNITS or not number.isdigit() or int(number) <= 0:
-        raise argparse.ArgumentTypeError(
-            f'expected a positive whole number and a unit (s, m, h, d, w), like 90d; got {text!r}'
-        )
-    return int(number) * _DURATION_UNITS[unit]
-
-
-def _erasure_parsers(commands: Any, store: _Parser) -> None:
-    """`delete` and `prune` (see `_erase`)."""
-    confirm = _Parser(add_help=False)
-    confirm.add_argument('--yes', action='store_true', help='do not ask for confirmation (required without a terminal)')
-    delete = commands.add_parser(
-        'delete',
-        parents=[store, confirm],
-        help='erase a conversation or a run: its rows, index entries and vectors, and their bytes in the files',
-        description=(
-            'Delete one conversation (every run, snapshot, message, search index entry and vector it has) or one run '
-            '(runs that inherited its messages keep copies; its conversation is re-indexed without it), then scrub '
-            'the database so that no byte of it stays in the files (SQLite: the write-ahead log is emptied; Postgres: '
-            'VACUUM FULL of the touched tables, which locks each while it is rewritten). Prints what it will remove '
-            'and asks first; --yes skips the question.'
-        ),
-    )
-    target = delete.add_mutually_exclusive_group(required=True)
-    target.add_argument('--conversation', metavar='ID', help='delete this conversation')
-    target.add_argument('--run', metavar='ID', help='delete this run (a step store only)')
-    prune = commands.add_parser(
-        'prune',
-        parents=[store, confirm],
-        help='erase every conversation idle for longer than a given age',
-        description=(
-            'Delete every conversation with no run started and no snapshot saved (a conversation store: no save) '
-            'for --idle-for, then scrub the database as `delete` does. Safe while writers run: a conversation '
-            'saved to after the listing is kept. Running it again deletes nothing more.'
-        ),
-    )
-    prune.add_argument(
-        '--idle-for', required=True, type=_duration, metavar='AGE', help='the idle age: 90d, 12h, 30m, 45s or 2w'
-    )
-    prune.add_argument('--dry-run', action='store_true', help='list what would be deleted; delete nothing')
 
 
 def _demo_parser(commands: Any) -> None:
@@ -252,7 +198,7 @@ def _demo_parser(commands: Any) -> None:
     )
     parser.add_argument(
         '--store',
-        type=_non_empty,
+        type=non_empty,
         default=DEFAULT_STORE,
         metavar='PATH',
         help=f'SQLite file (default: {DEFAULT_STORE})',
@@ -274,12 +220,12 @@ def _demo_parser(commands: Any) -> None:
     )
 
 
-def _store_options() -> _Parser:
-    options = _Parser(add_help=False)
+def _store_options() -> Parser:
+    options = Parser(add_help=False)
     group = options.add_argument_group('store')
     group.add_argument(
         '--store',
-        type=_non_empty,
+        type=non_empty,
         default=os.environ.get(STORE_VARIABLE) or None,
         metavar='PATH_OR_URL',
         help=(
@@ -299,7 +245,7 @@ def _store_options() -> _Parser:
     )
     group.add_argument(
         '--connect-timeout',
-        type=_number(float, minimum=0.5),
+        type=number(float, minimum=0.5),
         default=3.0,
         metavar='SECONDS',
         help='how long to wait for a Postgres server (default: 3)',
@@ -316,7 +262,7 @@ def _scope(parser: argparse.ArgumentParser, *, what: str, required: bool = True)
     scope.add_argument('--all', action='store_true', help=f'{what} every conversation in the store')
 
 
-def _search_parser(commands: Any, store: _Parser) -> None:
+def _search_parser(commands: Any, store: Parser) -> None:
     search = commands.add_parser(
         'search',
         parents=[store],
@@ -338,21 +284,21 @@ def _search_parser(commands: Any, store: _Parser) -> None:
     )
     search.add_argument(
         '--max-matches',
-        type=_number(int, minimum=1),
+        type=number(int, minimum=1),
         default=10,
         metavar='N',
         help='the most result blocks shown, at least 1 (default: 10); the header counts every match all the same',
     )
     search.add_argument(
         '--context-lines',
-        type=_number(int, minimum=0),
+        type=number(int, minimum=0),
         default=5,
         metavar='N',
         help='messages shown before and after each match, 0 or more (default: 5)',
     )
     search.add_argument(
         '--max-bytes',
-        type=_number(int, minimum=2048),
+        type=number(int, minimum=2048),
         default=16_000,
         metavar='N',
         help="the answer's budget in UTF-8 bytes, at least 2048 (default: 16000)",
@@ -383,83 +329,7 @@ def _search_parser(commands: Any, store: _Parser) -> None:
     )
     search.add_argument(
         '--hybrid-weight',
-        type=_fraction,
+        type=fraction,
         metavar='W',
         help=f"with --ranking hybrid: the similarity side's share, 0 to 1 (default: {DEFAULT_HYBRID_WEIGHT:g})",
     )
-
-
-def _serve_parsers(commands: Any) -> None:
-    """`mcp` and `ui`: the store served read-only to an MCP client or a browser (the `serve` extra)."""
-    for name, help_text, description, port in (
-        (
-            'mcp',
-            'serve read-only search, conversations and runs to MCP clients (stdio or streamable HTTP)',
-            "An MCP server with read-only tools: search (the search tool's engine and answer), list conversations, "
-            "show a run or a conversation. Needs the serve extra: pip install 'durable-recall[serve]'.",
-            8765,
-        ),
-        (
-            'ui',
-            'a read-only web inspector of the store: timelines, search, check',
-            'A server-rendered web inspector: conversations, timelines, search with highlighted hits, the check '
-            "report. GET only; it never changes the store. Needs the serve extra: pip install 'durable-recall[serve]'.",
-            8766,
-        ),
-    ):
-        parser = commands.add_parser(name, help=help_text, description=description)
-        parser.add_argument('--store', required=True, type=_non_empty, metavar='PATH_OR_URL', help='as for search')
-        parser.add_argument('--schema', help='the Postgres schema holding the tables (default: the search path)')
-        parser.add_argument('--connect-timeout', type=_number(float, minimum=0.5), default=3.0, metavar='SECONDS')
-        scope = parser.add_mutually_exclusive_group(required=True)
-        scope.add_argument(
-            '--conversation', action='append', metavar='ID', help='serve this conversation only (repeatable)'
-        )
-        scope.add_argument('--all', action='store_true', help='serve every conversation in the store')
-        if name == 'mcp':
-            parser.add_argument('--transport', choices=('stdio', 'http'), default='stdio', help='default: stdio')
-        parser.add_argument('--host', default='127.0.0.1', help='HTTP bind address (default: 127.0.0.1, loopback)')
-        parser.add_argument('--port', type=_number(int, minimum=0), default=port, help=f'HTTP port (default: {port})')
-        parser.add_argument(
-            '--token-file',
-            metavar='PATH',
-            help='a file holding the bearer token HTTP requests must carry (or set DURABLE_RECALL_TOKEN); '
-            'required when binding anything but loopback',
-        )
-
-
-def _non_empty(text: str) -> str:
-    """An argparse `type` for `--store`: an empty value (`--store ''`, an unset variable) is a usage error.
-
-    Left alone, an empty path would become the working directory and be reported as "no store at .".
-    """
-    if not text.strip():
-        raise argparse.ArgumentTypeError('is empty: pass a SQLite path or a postgresql:// URL')
-    return text
-
-
-def _fraction(text: str) -> float:
-    """An argparse `type` for `--hybrid-weight`: a number from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected a number from 0 to 1, got {text!r}') from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f'must be between 0 and 1, got {text!r}')
-    return value
-
-
-def _number(kind: type[int] | type[float], *, minimum: float) -> Callable[[str], float]:
-    """An argparse `type` that reads an int or a float of at least `minimum`."""
-    noun = 'an integer' if kind is int else 'a number'
-
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f'expected {noun}, got {text!r}') from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f'must be at least {minimum:g}, got {text!r}')
-        return value
-
-    return parse
