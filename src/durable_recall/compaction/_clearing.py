@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
-from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 
 from .._vocabulary import SEARCH_TOOL_NAME
@@ -21,10 +20,10 @@ from ._options import (
     check_optional_count,
     check_tokenizer,
     check_window,
-    known_window,
     resolve_limit,
 )
 from ._placeholder import CLEARED_RESULT_KEY, placeholder, query_words
+from ._request_hook import CompactBeforeRequest
 from ._size import Tokenizer, estimate_message, measure
 from ._summary import (
     CORE_COMPACTION,
@@ -45,7 +44,7 @@ _DEFAULT_KEEP_WITHOUT_COUNT_TRIGGER = 3
 
 
 @dataclass
-class ToolResultClearing(AbstractCapability[Any]):
+class ToolResultClearing(CompactBeforeRequest, AbstractCapability[Any]):
     """Replace old tool results with a placeholder naming the one search call that brings each back.
 
     For tool-heavy agents, whose context is mostly tool output the model has already read: the
@@ -126,31 +125,6 @@ class ToolResultClearing(AbstractCapability[Any]):
         Pinned in a test: specs name it. Every argument is plain data, so the default `from_spec` builds it.
         """
         return 'durable_recall.ToolResultClearing'
-
-    async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        """Clear old results in the run's history before the request is sent."""
-        cleared = self.compact(ctx.messages, context_window=self._window(request_context.model))
-        if cleared is not None:
-            ctx.messages[:] = cleared
-            request_context.messages = list(cleared)
-        return request_context
-
-    def _window(self, model: Model) -> int | None:
-        """The window `max_fraction` is taken of (`None` without the option, or when unknown: warned once)."""
-        if self.max_fraction is None:
-            return None
-        window = known_window(
-            'ToolResultClearing',
-            self.max_fraction,
-            self.context_window,
-            model.context_window,
-            model.model_name,
-            warn=not self._warned_window,
-        )
-        self._warned_window = self._warned_window or window is None
-        return window
 
     def compact(
         self, messages: Sequence[ModelMessage], *, context_window: int | None = None

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
-from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 
 from ._cuts import Split, cut_points, head_message, split_history
@@ -20,9 +19,9 @@ from ._options import (
     check_optional_count,
     check_tokenizer,
     check_window,
-    known_window,
     resolve_limit,
 )
+from ._request_hook import CompactBeforeRequest
 from ._size import Tokenizer, estimate_message, measure
 from ._summary import (
     CORE_COMPACTION,
@@ -40,7 +39,7 @@ __all__ = ('SlidingWindowCompaction',)
 
 
 @dataclass
-class SlidingWindowCompaction(AbstractCapability[Any]):
+class SlidingWindowCompaction(CompactBeforeRequest, AbstractCapability[Any]):
     """Drop the oldest messages once the history crosses a trigger, down to a smaller target.
 
     **Inside a run.** A cut falls between tool cycles, never between a call and its return, so a
@@ -135,31 +134,6 @@ class SlidingWindowCompaction(AbstractCapability[Any]):
         Pinned in a test: specs name it. Every argument is plain data, so the default `from_spec` builds it.
         """
         return 'durable_recall.SlidingWindowCompaction'
-
-    async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        """Compact the run's history in place before the request is sent."""
-        compacted = self.compact(ctx.messages, context_window=self._window(request_context.model))
-        if compacted is not None:
-            ctx.messages[:] = compacted
-            request_context.messages = list(compacted)
-        return request_context
-
-    def _window(self, model: Model) -> int | None:
-        """The window `max_fraction` is taken of (`None` without the option, or when unknown: warned once)."""
-        if self.max_fraction is None:
-            return None
-        window = known_window(
-            'SlidingWindowCompaction',
-            self.max_fraction,
-            self.context_window,
-            model.context_window,
-            model.model_name,
-            warn=not self._warned_window,
-        )
-        self._warned_window = self._warned_window or window is None
-        return window
 
     def compact(
         self, messages: Sequence[ModelMessage], *, context_window: int | None = None
