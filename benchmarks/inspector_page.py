@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
+from benchmarks._asgi import asgi_get
 from durable_recall import SqliteStepStore
 from durable_recall.base._codec import dump_messages
 from durable_recall.cli import main as cli_main
@@ -103,42 +104,9 @@ def _store(total: int, runs: int) -> Path:
     return path
 
 
-async def _get(app: Any, target: str) -> tuple[int, str]:
-    """One GET through the ASGI app itself (no server, no network): what a request costs the inspector."""
-    path, _, query = target.partition('?')
-    scope = {
-        'type': 'http',
-        'asgi': {'version': '3.0'},
-        'http_version': '1.1',
-        'method': 'GET',
-        'scheme': 'http',
-        'path': path,
-        'raw_path': path.encode(),
-        'query_string': query.encode(),
-        'headers': [(b'host', b'127.0.0.1')],
-        'client': ('127.0.0.1', 1),
-        'server': ('127.0.0.1', 80),
-    }
-    status = 0
-    body = bytearray()
-
-    async def receive() -> dict[str, Any]:
-        return {'type': 'http.request', 'body': b'', 'more_body': False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message['type'] == 'http.response.start':
-            status = message['status']
-        elif message['type'] == 'http.response.body':
-            body.extend(message.get('body', b''))
-
-    await app(scope, receive, send)
-    return status, body.decode()
-
-
 async def _time(app: Any, target: str) -> float:
     began = time.perf_counter()
-    status, text = await _get(app, target)
+    status, text = await asgi_get(app, target)
     elapsed = time.perf_counter() - began
     assert status == 200, text[:500]
     assert 'class="msg' in text
@@ -154,7 +122,7 @@ async def _measure(path: Path, messages: int, rounds: int) -> None:
         cold = await _time(app, first)
         warm = [await _time(app, first) for _ in range(rounds)]
         deep = [await _time(app, middle) for _ in range(rounds)]
-        page = (await _get(app, first))[1]
+        page = (await asgi_get(app, first))[1]
     finally:
         await store.aclose()
     shown = page.count('class="msg')

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
+from benchmarks._asgi import asgi_get
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -19,8 +20,6 @@ from durable_recall.persistence import snapshot_state
 from durable_recall.persistence._delta import diff_history
 from durable_recall.stores import PersistBatch, RunRegistration, SnapshotDelta
 from tests.cli._support import DETAIL, SUPPORT, populate
-
-from ._asgi import asgi_get
 
 MARKUP = '<script>window.ZEBRA = 1</script><b>ZEBRA bold</b> & "quotes"'
 

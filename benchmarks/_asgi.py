@@ -1,4 +1,7 @@
-"""One GET through an ASGI app in this process (no server): for the tests that need no browser."""
+"""One GET through an ASGI app in this process, with no server and no network.
+
+What a request costs the inspector (`inspector_page`), and what its tests read when they need no browser.
+"""
 
 from __future__ import annotations
 
