@@ -23,14 +23,12 @@ from typing import Any
 import pytest
 from dbos import DBOS, SetWorkflowID
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.conversation_store import ConversationConflict, ConversationRecord
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from durable_recall.conversations import SqliteConversationStore
 from durable_recall.dbos import DBOSConversationStore
-from durable_recall.errors import StoreUnavailableError, WorkflowCodeIOError
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow
+from ._conversation_titles import HAS_UPDATE, LosingTitleStore, check_titles, title_twice
 from ._persistence import STORE_DIR
 from ._recall_script import DETAIL, TURNS, quoted_search
 
@@ -87,27 +85,6 @@ def test_recovery_after_a_crash_inside_the_save_step(dbos_system_db: DBOSSystemD
     assert 'conversation_dbos__capability__conversation_search.search' in steps
 
 
-HAS_UPDATE = hasattr(SqliteConversationStore, 'update')
-"""pydantic-ai-slim>=2.78: `ConversationStore.update` (a conversation's title and metadata)."""
-
-
-class LosingTitleStore(SqliteConversationStore):
-    """A SQLite store whose `write_details` for the conversations in `lose_answer` commits, then fails once."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lose_answer: set[str] = set()
-        self.details_writes: dict[str, int] = {}
-
-    async def write_details(self, conversation_id: str, details: Any, **kwargs: Any) -> ConversationRecord:
-        record = await super().write_details(conversation_id, details, **kwargs)
-        self.details_writes[conversation_id] = self.details_writes.get(conversation_id, 0) + 1
-        if conversation_id in self.lose_answer:
-            self.lose_answer.discard(conversation_id)
-            raise StoreUnavailableError(f'the answer of the update of {conversation_id!r} was lost (after its commit)')
-        return record
-
-
 TITLE_STORE = LosingTitleStore(STORE_DIR / 'conversation-titles-dbos.db')
 TITLES = DBOSConversationStore(
     TITLE_STORE, name='titles', step_config={'retries_allowed': True, 'max_attempts': 3, 'interval_seconds': 0.01}
@@ -117,21 +94,7 @@ TITLES = DBOSConversationStore(
 @DBOS.workflow(name='durable_recall_tests.dbos_conversation_titles')
 async def conversation_titles(conversation_id: str) -> list[Any]:
     """Titles a conversation as an agent would, then as a second agent would (which must not replace it)."""
-    said: list[Any] = []
-    titled = await TITLES.update(conversation_id, title='ZEBRA agent title', expected_title=None)
-    said.append(titled.title)
-    try:
-        await TITLES.update(conversation_id, title='QUAGGA second title', expected_title=None)
-        said.append('replaced')
-    except ConversationConflict as conflict:
-        said.append(f'conflict: {conflict}')
-    updated = await TITLES.update(conversation_id, metadata={'model': 'okapi', 'turns': 1})
-    said += [updated.title, updated.metadata]
-    try:
-        await TITLES.read_record(conversation_id)
-    except WorkflowCodeIOError:
-        said.append('read_record refused')
-    return said
+    return await title_twice(TITLES, conversation_id)
 
 
 def test_the_step_names_are_pinned() -> None:
@@ -154,17 +117,7 @@ async def test_update_is_a_step_retried_and_recovered(dbos: DBOS, dbos_system_db
     with SetWorkflowID(workflow_id):
         said = await conversation_titles(conversation_id)
 
-    assert said[0] == 'ZEBRA agent title', 'the retried step recognised its own write'
-    assert said[1] == (
-        f"conflict: Conversation {conversation_id!r} is titled 'ZEBRA agent title', not None, so it was not updated."
-    ), 'a conflict reaches the workflow as itself, not retried'
-    assert said[2:] == ['ZEBRA agent title', {'model': 'okapi', 'turns': 1}, 'read_record refused']
-    record = await TITLE_STORE.read_record(conversation_id)
-    assert record is not None and (record.title, record.metadata) == (
-        'ZEBRA agent title',
-        {'model': 'okapi', 'turns': 1},
-    )
-    assert TITLE_STORE.details_writes[conversation_id] == 2  # the title once (not again on retry), the metadata once
+    await check_titles(said, conversation_id, TITLE_STORE)
 
     steps = await dbos_step_names(workflow_id)
     assert steps == ['durable_recall__conversation_store__titles.update'] * 3

@@ -17,19 +17,17 @@ from typing import Any
 
 import pytest
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.conversation_store import ConversationConflict, ConversationRecord
 from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 
-from durable_recall.conversations import SqliteConversationStore
-from durable_recall.errors import StoreUnavailableError, WorkflowCodeIOError
 from durable_recall.temporal import TemporalConversationStore
 
 from .._services.temporal import activity_names, make_worker, replay
 from ._conversation_loop import FlakyConversationStore, converse, recall_agent, stored
+from ._conversation_titles import HAS_UPDATE, LosingTitleStore, check_titles, title_twice
 from ._persistence import STORE_DIR
 from ._recall_script import DETAIL, TURNS, quoted_search
 
@@ -45,27 +43,6 @@ CONVERSATIONS = TemporalConversationStore(
     },
 )
 AGENT = recall_agent('conversation_temporal', STORE, TemporalDurability())
-
-HAS_UPDATE = hasattr(SqliteConversationStore, 'update')
-"""pydantic-ai-slim>=2.78: `ConversationStore.update` (a conversation's title and metadata)."""
-
-
-class LosingTitleStore(SqliteConversationStore):
-    """A SQLite store whose `write_details` for the conversations in `lose_answer` commits, then fails once."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lose_answer: set[str] = set()
-        self.details_writes: dict[str, int] = {}
-
-    async def write_details(self, conversation_id: str, details: Any, **kwargs: Any) -> ConversationRecord:
-        record = await super().write_details(conversation_id, details, **kwargs)
-        self.details_writes[conversation_id] = self.details_writes.get(conversation_id, 0) + 1
-        if conversation_id in self.lose_answer:
-            self.lose_answer.discard(conversation_id)
-            raise StoreUnavailableError(f'the answer of the update of {conversation_id!r} was lost (after its commit)')
-        return record
-
 
 TITLE_STORE = LosingTitleStore(STORE_DIR / 'conversation-titles-temporal.db')
 TITLES = TemporalConversationStore(
@@ -84,21 +61,7 @@ class ConversationTitles:
 
     @workflow.run
     async def run(self, conversation_id: str) -> list[Any]:
-        said: list[Any] = []
-        titled = await TITLES.update(conversation_id, title='ZEBRA agent title', expected_title=None)
-        said.append(titled.title)
-        try:
-            await TITLES.update(conversation_id, title='QUAGGA second title', expected_title=None)
-            said.append('replaced')
-        except ConversationConflict as conflict:
-            said.append(f'conflict: {conflict}')
-        updated = await TITLES.update(conversation_id, metadata={'model': 'okapi', 'turns': 1})
-        said += [updated.title, updated.metadata]
-        try:
-            await TITLES.read_record(conversation_id)
-        except WorkflowCodeIOError:
-            said.append('read_record refused')
-        return said
+        return await title_twice(TITLES, conversation_id)
 
 
 @workflow.defn(name='durable_recall_tests.ConversationLoop')
@@ -211,18 +174,7 @@ async def test_update_is_an_activity_retried_and_replayed(temporal_env: Workflow
         said = await handle.result()
     history = await handle.fetch_history()
 
-    assert said[0] == 'ZEBRA agent title', 'the retried update recognised its own write'
-    assert (
-        said[1]
-        == f"conflict: Conversation {conversation_id!r} is titled 'ZEBRA agent title', not None, so it was not updated."
-    )
-    assert said[2:] == ['ZEBRA agent title', {'model': 'okapi', 'turns': 1}, 'read_record refused']
-    record = await TITLE_STORE.read_record(conversation_id)
-    assert record is not None and (record.title, record.metadata) == (
-        'ZEBRA agent title',
-        {'model': 'okapi', 'turns': 1},
-    )
-    assert TITLE_STORE.details_writes[conversation_id] == 2  # the title once (not again on retry), the metadata once
+    await check_titles(said, conversation_id, TITLE_STORE)
 
     update = 'durable_recall__conversation_store__titles__update'
     assert activity_names(history) == [update] * 3
