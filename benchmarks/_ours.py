@@ -25,7 +25,7 @@ from pydantic_ai import RunContext  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 from pydantic_ai.usage import RunUsage  # noqa: E402
 
-from benchmarks._script import peak_rss_kb  # noqa: E402
+from benchmarks._rss import peak_rss_kb  # noqa: E402
 from benchmarks._stores import StoreSpec  # noqa: E402
 from durable_recall import ConversationSearch, SnapshotHistorySource  # noqa: E402
 from durable_recall.search import SearchRequest  # noqa: E402

@@ -39,7 +39,8 @@ from pydantic_ai_harness.conversation_search import SnapshotHistorySource  # noq
 from pydantic_ai_harness.conversation_search._toolset import ConversationSearchToolset  # noqa: E402
 from pydantic_ai_harness.step_persistence import SqliteStepStore, StepPersistence  # noqa: E402
 
-from benchmarks._script import conversation_from_json, peak_rss_kb, scripted_agent_parts  # noqa: E402
+from benchmarks._rss import peak_rss_kb  # noqa: E402
+from benchmarks._script import conversation_from_json, scripted_agent_parts  # noqa: E402
 
 _IMPORTED = time.perf_counter()
 WINDOW = 40

@@ -38,13 +38,13 @@ from pydantic_ai.usage import UsageLimits
 
 from benchmarks._script import (
     MODEL_NAME,
-    START,
     Conversation,
     Run,
     generate_conversation,
     response_for,
     scripted_agent_parts,
 )
+from benchmarks._writer import START
 from durable_recall import SlidingWindowCompaction, SnapshotHistorySource, StepPersistence, StepStore
 from durable_recall.base._codec import dump_messages
 from durable_recall.persistence import snapshot_state
