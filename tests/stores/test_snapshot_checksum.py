@@ -30,7 +30,7 @@ async def two_range_snapshot(kit: StoreKit) -> None:
 
 
 def test_the_schema_version_is_pinned() -> None:
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
 
 
 def test_the_checksum_is_pinned() -> None:

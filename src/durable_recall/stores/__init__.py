@@ -33,6 +33,7 @@ from ._erasure import (
     erase_run,
     prune_idle,
 )
+from ._keys import ConversationKey, ConversationKeyStore
 from ._pending import PendingMark, PendingMarks, pending_mark_problem
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = (
     'BatchSaver',
+    'ConversationKey',
+    'ConversationKeyStore',
     'ConversationSummaries',
     'ConversationSummary',
     'ErasableStore',
