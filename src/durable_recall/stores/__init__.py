@@ -23,6 +23,7 @@ from ..base import (
     SnapshotDelta,
     SnapshotState,
 )
+from ._cipher import JournalCipher
 from ._erasure import (
     ErasableStore,
     Erased,
@@ -53,6 +54,7 @@ __all__ = (
     'ErasableStore',
     'Erased',
     'IdleConversation',
+    'JournalCipher',
     'InMemoryStepStore',
     'LogBodies',
     'MemoryIndex',
