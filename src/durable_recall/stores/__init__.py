@@ -34,7 +34,7 @@ from ._erasure import (
     erase_run,
     prune_idle,
 )
-from ._keys import ConversationKey, ConversationKeyStore
+from ._keys import ConversationKey, ConversationKeyStore, conversation_of
 from ._pending import PendingMark, PendingMarks, pending_mark_problem
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
@@ -72,6 +72,7 @@ __all__ = (
     'SnapshotState',
     'SqliteStepStore',
     'StepStore',
+    'conversation_of',
     'erase_conversation',
     'erase_run',
     'open_spec_store',

@@ -16,11 +16,12 @@ Each key has a random id, which is all an encrypted payload says about where it 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-__all__ = ('KEY_BYTES', 'ConversationKey', 'ConversationKeyStore', 'new_key_id', 'new_key_secret')
+__all__ = ('KEY_BYTES', 'ConversationKey', 'ConversationKeyStore', 'conversation_of', 'new_key_id', 'new_key_secret')
 
 KEY_BYTES = 32
 """An AES-256-GCM key's length."""
@@ -82,3 +83,24 @@ def new_key_id() -> str:
 def new_key_secret() -> bytes:
     """A fresh AES-256 key from the operating system's random source."""
     return secrets.token_bytes(KEY_BYTES)
+
+
+def conversation_of(value: object) -> str | None:
+    """The conversation a value names, if any: what the journal codecs encrypt it for.
+
+    A `conversation_id` string attribute (your own dataclasses and models, the conversation store's
+    load and update requests), a `conversation` with one (a conversation store save), or a
+    pydantic-ai operation's serialized run context (`serialized_run_context['conversation_id']`).
+    """
+    direct = getattr(value, 'conversation_id', None)
+    if isinstance(direct, str) and direct:
+        return direct
+    nested = getattr(getattr(value, 'conversation', None), 'conversation_id', None)
+    if isinstance(nested, str) and nested:
+        return nested
+    context = getattr(value, 'serialized_run_context', None)
+    if isinstance(context, Mapping):
+        found = context.get('conversation_id')  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+        if isinstance(found, str) and found:
+            return found
+    return None

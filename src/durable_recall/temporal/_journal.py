@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from pydantic_ai.durable_exec.temporal import PydanticAIPayloadConverter
@@ -40,7 +40,7 @@ from temporalio.converter import (
     WorkflowSerializationContext,
 )
 
-from ..stores import ConversationKeyStore, JournalCipher
+from ..stores import ConversationKeyStore, JournalCipher, conversation_of
 
 __all__ = (
     'CONVERSATION_METADATA_KEY',
@@ -49,7 +49,6 @@ __all__ = (
     'ConversationPayloadCodec',
     'ConversationPayloadConverter',
     'conversation_data_converter',
-    'conversation_of',
 )
 
 CONVERSATION_METADATA_KEY = 'durable-recall-conversation'
@@ -62,27 +61,6 @@ KEY_METADATA_KEY = 'durable-recall-key'
 """An encrypted payload's metadata naming its key (a random id). Compatibility data."""
 
 _ACTIVITY_MEMO_LIMIT = 4096
-
-
-def conversation_of(value: object) -> str | None:
-    """The conversation a value names, if any: what `ConversationPayloadConverter` tags a payload with.
-
-    A `conversation_id` string attribute (your own dataclasses and models, the conversation store's
-    load and update requests), a `conversation` with one (a conversation store save), or a
-    pydantic-ai operation's serialized run context (`serialized_run_context['conversation_id']`).
-    """
-    direct = getattr(value, 'conversation_id', None)
-    if isinstance(direct, str) and direct:
-        return direct
-    nested = getattr(getattr(value, 'conversation', None), 'conversation_id', None)
-    if isinstance(nested, str) and nested:
-        return nested
-    context = getattr(value, 'serialized_run_context', None)
-    if isinstance(context, Mapping):
-        found = context.get('conversation_id')  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
-        if isinstance(found, str) and found:
-            return found
-    return None
 
 
 class ConversationPayloadConverter(PydanticAIPayloadConverter):
