@@ -326,6 +326,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name"
         )
         assert await cur.fetchall() == [
+            ('dr_conversation_keys',),
             ('dr_index_groups',),
             ('dr_index_hashes',),
             ('dr_index_postings',),
