@@ -130,6 +130,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
         'dr_index_postings',
         'dr_index_hashes',
         'dr_vectors',
+        'dr_conversation_keys',  # version 15: the journal codecs' keys (tests/stores/test_conversation_keys.py)
     }
 
 
