@@ -25,7 +25,7 @@ from durable_recall.dbos._journal import ENCRYPTED_PREFIX, SERIALIZER_NAME
 from durable_recall.errors import ConversationKeyErasedError
 from durable_recall.stores import erase_conversation
 
-from .._services.dbos import DBOSSystemDB, launched_dbos
+from .._services.dbos import DBOSSystemDB, launched_dbos, reexecute_workflow
 from ._persistence import STORE_DIR, sqlite_store
 from ._recall_script import DETAIL, converse, recall_capabilities, recall_model
 
@@ -102,6 +102,9 @@ async def test_system_database_holds_no_plaintext_and_is_unreadable_after_delete
             assert len([output for output in sealed if output.startswith(ENCRYPTED_PREFIX)]) >= 15
             with pytest.raises(ConversationKeyErasedError):
                 await (await DBOS.retrieve_workflow_async(workflow_id)).get_result()
+            # Recovery (what a crash leads to) needs the inputs and the steps' outputs: it cannot run.
+            with pytest.raises(ConversationKeyErasedError):
+                await reexecute_workflow(workflow_id)
 
             deleted = await delete_conversation_workflows(
                 conversation_id, workflow_conversation=conversation_of_workflow
