@@ -148,10 +148,15 @@ def test_conversation_of_reads_attributes_and_serialized_run_contexts() -> None:
     class Operation:
         serialized_run_context = {'conversation_id': 'b', 'run_id': 'r'}
 
-    assert [conversation_of(value) for value in (Named(), Saved(), Operation(), 'text', None)] == [
+    class Refusing:
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(f'{name} is not available here')
+
+    assert [conversation_of(value) for value in (Named(), Saved(), Operation(), 'text', None, Refusing())] == [
         'a',
         'a',
         'b',
+        None,
         None,
         None,
     ]

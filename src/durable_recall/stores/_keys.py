@@ -92,15 +92,26 @@ def conversation_of(value: object) -> str | None:
     load and update requests), a `conversation` with one (a conversation store save), or a
     pydantic-ai operation's serialized run context (`serialized_run_context['conversation_id']`).
     """
-    direct = getattr(value, 'conversation_id', None)
+    if value is None or isinstance(value, str | bytes | int | float | list | tuple | dict):
+        return None
+    direct = _attribute(value, 'conversation_id')
     if isinstance(direct, str) and direct:
         return direct
-    nested = getattr(getattr(value, 'conversation', None), 'conversation_id', None)
+    nested = _attribute(_attribute(value, 'conversation'), 'conversation_id')
     if isinstance(nested, str) and nested:
         return nested
-    context = getattr(value, 'serialized_run_context', None)
+    context = _attribute(value, 'serialized_run_context')
     if isinstance(context, Mapping):
         found = context.get('conversation_id')  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
         if isinstance(found, str) and found:
             return found
     return None
+
+
+def _attribute(value: object, name: str) -> object:
+    # A value's own `__getattr__` may raise anything (pydantic-ai's run context raises `UserError` for
+    # fields that did not cross): it names no conversation then, and must not fail its serialization.
+    try:
+        return getattr(value, name, None)
+    except Exception:
+        return None
