@@ -42,11 +42,13 @@ def test_errors_are_pinned() -> None:
     from durable_recall import errors
 
     assert sorted(errors.__all__) == [
+        'ConversationKeyErasedError',
         'CorruptConversationError',
         'CorruptRunError',
         'CorruptSnapshotError',
         'DurableRecallDeprecationWarning',
         'DurableRecallError',
+        'JournalPayloadError',
         'PydanticAIVersionError',
         'RunIdConflictError',
         'SnapshotChainError',

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import (
+        ConversationKeyErasedError,
         CorruptRunError,
         CorruptSnapshotError,
         DurableRecallDeprecationWarning,
         DurableRecallError,
+        JournalPayloadError,
         PydanticAIVersionError,
         RunIdConflictError,
         SnapshotChainError,
@@ -32,11 +34,13 @@ if TYPE_CHECKING:
     from .conversations import CorruptConversationError
 
 __all__ = (
+    'ConversationKeyErasedError',
     'CorruptConversationError',
     'CorruptRunError',
     'CorruptSnapshotError',
     'DurableRecallDeprecationWarning',
     'DurableRecallError',
+    'JournalPayloadError',
     'PydanticAIVersionError',
     'RunIdConflictError',
     'SnapshotChainError',

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 
 if TYPE_CHECKING:
-    from dbos import DBOS
+    from dbos import DBOS, DBOSConfig, Serializer
 
 DBOSSystemDBKind = Literal['sqlite', 'postgres']
 
@@ -66,7 +66,7 @@ def dbos_system_db(request: pytest.FixtureRequest, tmp_path: Path) -> DBOSSystem
 
 
 @asynccontextmanager
-async def launched_dbos(system_db: DBOSSystemDB) -> AsyncGenerator[DBOS]:
+async def launched_dbos(system_db: DBOSSystemDB, *, serializer: Serializer | None = None) -> AsyncGenerator[DBOS]:
     """Create and launch DBOS on `system_db`, yield it, and destroy it (its registry is kept).
 
     Async because DBOS changes the running event loop: its async API makes its own thread pool the
@@ -80,16 +80,17 @@ async def launched_dbos(system_db: DBOSSystemDB) -> AsyncGenerator[DBOS]:
     loop = asyncio.get_running_loop()
 
     DBOS.destroy()  # A test that crashed before its teardown must not leave its instance to the next one.
-    dbos = DBOS(
-        config={
-            'name': DBOS_APP_NAME,
-            'system_database_url': system_db.url,
-            'enable_otlp': False,
-            'log_level': 'WARNING',
-            # Poll for notifications quickly: tests wait on them (and on shutdown) in real time.
-            'notification_listener_polling_interval_sec': 0.01,
-        }
-    )
+    config: DBOSConfig = {
+        'name': DBOS_APP_NAME,
+        'system_database_url': system_db.url,
+        'enable_otlp': False,
+        'log_level': 'WARNING',
+        # Poll for notifications quickly: tests wait on them (and on shutdown) in real time.
+        'notification_listener_polling_interval_sec': 0.01,
+    }
+    if serializer is not None:
+        config['serializer'] = serializer
+    dbos = DBOS(config=config)
     try:
         DBOS.launch()
         yield dbos

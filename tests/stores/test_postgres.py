@@ -326,6 +326,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name"
         )
         assert await cur.fetchall() == [
+            ('dr_conversation_keys',),
             ('dr_index_groups',),
             ('dr_index_hashes',),
             ('dr_index_postings',),
@@ -341,7 +342,7 @@ async def test_tables_on_the_search_path_of_a_fresh_database(postgres_database_u
         ]
         cur = await conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'")
         assert await cur.fetchall() == [(str(SCHEMA_VERSION),)]
-        assert SCHEMA_VERSION == 14
+        assert SCHEMA_VERSION == 15
 
         async def columns(table: str) -> list[tuple[str, str, str]]:
             cur = await conn.execute(

@@ -30,7 +30,7 @@ async def two_range_snapshot(kit: StoreKit) -> None:
 
 
 def test_the_schema_version_is_pinned() -> None:
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
 
 
 def test_the_checksum_is_pinned() -> None:
@@ -95,7 +95,7 @@ async def test_a_version_13_sqlite_file_upgrades_in_place_its_snapshots_getting_
         with closing(sqlite3.connect(path)) as conn:
             rows = conn.execute('SELECT run_id, idx, state, ranges, size, checksum FROM dr_snapshots').fetchall()
             version = conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchone()
-        assert version == ('14',)
+        assert version == (str(SCHEMA_VERSION),)
         assert [row[5] for row in rows] == [snapshot_checksum(*row[:5]) for row in rows]
     finally:
         await store.aclose()
@@ -127,5 +127,5 @@ async def test_a_version_13_postgres_schema_upgrades_in_place(postgres_url: str,
         rows = conn.execute(query.encode()).fetchall()
         meta = f'SELECT value FROM "{postgres_schema}".dr_meta WHERE key = \'schema_version\''
         version = conn.execute(meta.encode()).fetchone()
-    assert version == ('14',)
+    assert version == (str(SCHEMA_VERSION),)
     assert [row[5] for row in rows] == [snapshot_checksum(*row[:5]) for row in rows]

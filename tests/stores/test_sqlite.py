@@ -78,7 +78,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     tables = {name for (name,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
 
     def columns(table: str) -> list[tuple[object, ...]]:
         return [(name, kind, notnull) for _, name, kind, notnull, *_ in sql(path, f'PRAGMA table_info({table})')]
@@ -130,6 +130,7 @@ async def test_the_schema_is_versioned(tmp_path: Path) -> None:
         'dr_index_postings',
         'dr_index_hashes',
         'dr_vectors',
+        'dr_conversation_keys',  # version 15: the journal codecs' keys (tests/stores/test_conversation_keys.py)
     }
 
 

@@ -90,7 +90,7 @@ async def test_a_version_9_sqlite_file_loses_the_unused_run_indexes(tmp_path: Pa
         assert indexes.fetchall() == [('CREATE INDEX dr_index_runs_by_scope ON dr_index_runs (scope_key)',)]
         plan = conn.execute("EXPLAIN QUERY PLAN SELECT * FROM dr_runs WHERE parent_run_id = 'a'").fetchall()
         assert 'dr_runs_by_parent' in plan[0][3]  # the partial index serves the lookup
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
 
 
 @pytest.mark.postgres

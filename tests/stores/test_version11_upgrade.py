@@ -94,7 +94,7 @@ async def test_a_version_10_sqlite_index_is_rebuilt(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM dr_meta WHERE key = 'schema_version'").fetchall()
     assert version == [(str(SCHEMA_VERSION),)]
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
 
 
 @pytest.mark.postgres

@@ -83,7 +83,7 @@ async def test_a_version_12_file_reads_back_the_same_with_runs_numbered(tmp_path
         await store.aclose()
 
     assert sql(path, "SELECT value FROM dr_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
     assert [run_id for (run_id,) in sql(path, 'SELECT run_id FROM dr_runs ORDER BY run_no')] == started
     assert sql(path, 'SELECT MIN(run_no), MAX(run_no) FROM dr_runs') == [(1, len(started))]
     assert [row[1] for row in sql(path, 'PRAGMA table_info(dr_message_refs)')] == [

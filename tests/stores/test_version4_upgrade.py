@@ -169,7 +169,7 @@ async def test_a_version_4_sqlite_file_reads_back_the_same(tmp_path: Path) -> No
         ]
         # The log names runs by number from schema version 13 on.
         assert [row[1] for row in conn.execute('PRAGMA table_info(dr_messages)')] == ['run_no', 'seq', 'body']
-    assert SCHEMA_VERSION == 14
+    assert SCHEMA_VERSION == 15
 
 
 @pytest.mark.postgres

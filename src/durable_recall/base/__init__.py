@@ -21,7 +21,14 @@ from ._codec import (
     warm_codec,
 )
 from ._compat import CONVERSATION_STORE_PYDANTIC_AI, PydanticAIVersionError, require_conversation_store
-from ._plain_errors import CorruptRunError, CorruptSnapshotError, DurableRecallError, StoreUnavailableError
+from ._plain_errors import (
+    ConversationKeyErasedError,
+    CorruptRunError,
+    CorruptSnapshotError,
+    DurableRecallError,
+    JournalPayloadError,
+    StoreUnavailableError,
+)
 from ._records import (
     MAX_RUN_ID_LENGTH,
     PersistBatch,
@@ -54,10 +61,12 @@ def __getattr__(name: str) -> Any:
 __all__ = (
     'CONVERSATION_STORE_PYDANTIC_AI',
     'MAX_RUN_ID_LENGTH',
+    'ConversationKeyErasedError',
     'CorruptRunError',
     'CorruptSnapshotError',
     'DurableRecallDeprecationWarning',
     'DurableRecallError',
+    'JournalPayloadError',
     'MessageDecodeError',
     'PersistBatch',
     'PydanticAIVersionError',

@@ -8,7 +8,14 @@ imports nothing outside the standard library, so that a store can be opened and 
 
 from __future__ import annotations
 
-__all__ = ('CorruptRunError', 'CorruptSnapshotError', 'DurableRecallError', 'StoreUnavailableError')
+__all__ = (
+    'ConversationKeyErasedError',
+    'CorruptRunError',
+    'CorruptSnapshotError',
+    'DurableRecallError',
+    'JournalPayloadError',
+    'StoreUnavailableError',
+)
 
 
 class DurableRecallError(Exception):
@@ -46,3 +53,35 @@ class CorruptRunError(DurableRecallError):
         super().__init__(f'the record of run {run_id!r} is corrupt: {reason}')
         self.run_id = run_id
         self.reason = reason
+
+
+class JournalPayloadError(DurableRecallError):
+    """An encrypted journal payload (a Temporal history payload, a DBOS step output) cannot be decrypted.
+
+    Raised by the journal codecs (`durable_recall.temporal.ConversationPayloadCodec`,
+    `durable_recall.dbos.ConversationSerializer`) instead of handing the engine bytes it would
+    misread: the payload was altered, or its key was replaced under the same id.
+    """
+
+    def __init__(self, key_id: str, reason: str) -> None:
+        super().__init__(f'journal payload encrypted with key {key_id!r} cannot be decrypted: {reason}')
+        self.key_id = key_id
+        self.reason = reason
+
+
+class ConversationKeyErasedError(JournalPayloadError):
+    """A journal payload's conversation key is gone: the conversation was deleted (or the store is another).
+
+    Deleting a conversation deletes its keys, which is what makes the engines' copies of it
+    unreadable; a replay, a recovery or a history decode that needs one of those payloads then
+    fails with this error rather than with garbage. Not retryable: the key never comes back.
+    """
+
+    def __init__(self, key_id: str) -> None:
+        DurableRecallError.__init__(
+            self,
+            f'journal payload encrypted with conversation key {key_id!r} cannot be decrypted: the key is erased '
+            '(its conversation was deleted), or the codec reads another store than the one that encrypted it',
+        )
+        self.key_id = key_id
+        self.reason = 'key erased'

@@ -86,8 +86,8 @@ async def _delete(opened: OpenedStore, args: argparse.Namespace, out: TextIO, er
             )
         err.write(
             f'{opened.label}: will delete conversation {args.conversation!r}: {len(runs)} run(s) '
-            f'({", ".join(run.run_id for run in runs)}) with their snapshots, messages, search index entries '
-            'and vectors, then scrub the database files\n'
+            f'({", ".join(run.run_id for run in runs)}) with their snapshots, messages, search index entries, '
+            'vectors and journal keys, then scrub the database files\n'
         )
         if not _confirmed(args, err):
             return 1

@@ -2,7 +2,9 @@
 
 Import this subpackage only where DBOS is used; the top-level `durable_recall` package never imports
 it, so importing the library loads no engine. (Agents need nothing from here: pydantic-ai's
-`DBOSDurability()` runs `StepPersistence` and `ConversationSearch` as steps.)
+`DBOSDurability()` runs `StepPersistence` and `ConversationSearch` as steps.) `ConversationSerializer`
+encrypts a conversation's values in DBOS's system database with a key that deleting it deletes, and
+`delete_conversation_workflows` deletes its workflows there.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ except ImportError as _import_error:  # pragma: no cover - exercised only withou
         'durable_recall.dbos needs the `dbos` package: pip install "durable-recall[dbos]"'
     ) from _import_error
 
+from ._journal import ConversationSerializer, delete_conversation_workflows
+
 if TYPE_CHECKING:
     from ._conversations import DBOSConversationStore
 
-__all__ = ('DBOSConversationStore',)
+__all__ = ('ConversationSerializer', 'DBOSConversationStore', 'delete_conversation_workflows')
 
 
 def __getattr__(name: str) -> Any:

@@ -23,6 +23,7 @@ from ..base import (
     SnapshotDelta,
     SnapshotState,
 )
+from ._cipher import JournalCipher
 from ._erasure import (
     ErasableStore,
     Erased,
@@ -33,6 +34,7 @@ from ._erasure import (
     erase_run,
     prune_idle,
 )
+from ._keys import ConversationKey, ConversationKeyStore, conversation_of
 from ._pending import PendingMark, PendingMarks, pending_mark_problem
 from ._protocol import BatchSaver, ConversationSummaries, ConversationSummary, LogBodies, StepStore
 from ._summaries import summarize_conversations
@@ -45,11 +47,14 @@ if TYPE_CHECKING:
 
 __all__ = (
     'BatchSaver',
+    'ConversationKey',
+    'ConversationKeyStore',
     'ConversationSummaries',
     'ConversationSummary',
     'ErasableStore',
     'Erased',
     'IdleConversation',
+    'JournalCipher',
     'InMemoryStepStore',
     'LogBodies',
     'MemoryIndex',
@@ -67,6 +72,7 @@ __all__ = (
     'SnapshotState',
     'SqliteStepStore',
     'StepStore',
+    'conversation_of',
     'erase_conversation',
     'erase_run',
     'open_spec_store',

@@ -119,6 +119,12 @@ history of the same size) is named as damage instead of read as a different snap
 computes the checksum of every existing row (SQLite through a Python function the connection
 registers, Postgres with `md5()`), rewriting the snapshot table once.
 
+Version 15 (both dialects) adds `dr_conversation_keys`: a row per key of a conversation (random
+`key_id`, `conversation_id`, `version`, the 32-byte `secret`, `created_at`), which the journal codecs
+(`durable_recall.temporal.ConversationPayloadCodec`, `durable_recall.dbos.ConversationSerializer`)
+encrypt a conversation's engine payloads with (`_keys`). Deleting a conversation deletes its rows in
+the same transaction. It starts empty; nothing else changes.
+
 The statements live in `_sqlite_migrations` and `_postgres_migrations`.
 """
 

@@ -227,4 +227,16 @@ POSTGRES_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'ALTER TABLE {snapshots} ADD COLUMN IF NOT EXISTS checksum TEXT',
         f'UPDATE {{snapshots}} SET checksum = {POSTGRES_SNAPSHOT_CHECKSUM}',
     ),
+    (
+        # Version 15: conversation keys, which the journal codecs encrypt engine payloads with
+        # (`stores._keys`); deleting a conversation deletes its keys.
+        'CREATE TABLE IF NOT EXISTS {conversation_keys} ('
+        ' key_id TEXT COLLATE "C" PRIMARY KEY,'
+        ' conversation_id TEXT COLLATE "C" NOT NULL,'
+        ' version INTEGER NOT NULL,'
+        ' secret BYTEA NOT NULL,'
+        ' created_at TIMESTAMPTZ NOT NULL,'
+        ' UNIQUE (conversation_id, version)'
+        ')',
+    ),
 )

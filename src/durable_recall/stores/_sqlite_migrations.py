@@ -329,4 +329,16 @@ SQLITE_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         'DROP TABLE dr_snapshots',
         'ALTER TABLE dr_snapshots_v14 RENAME TO dr_snapshots',
     ),
+    (
+        # Version 15: conversation keys, which the journal codecs encrypt engine payloads with
+        # (`stores._keys`); deleting a conversation deletes its keys.
+        'CREATE TABLE IF NOT EXISTS dr_conversation_keys ('
+        ' key_id TEXT PRIMARY KEY NOT NULL,'
+        ' conversation_id TEXT NOT NULL,'
+        ' version INTEGER NOT NULL,'
+        ' secret BLOB NOT NULL,'
+        ' created_at INTEGER NOT NULL,'
+        ' UNIQUE (conversation_id, version)'
+        ') WITHOUT ROWID',
+    ),
 )

@@ -2,7 +2,9 @@
 
 `DurableRecallPlugin` lets workflow code import durable-recall as it is; `TemporalConversationStore`
 runs a conversation store's `load` and `save` as activities when workflow code calls them (it needs
-pydantic-ai-slim>=2.68, and loads on first use, so the plugin works on every supported pydantic-ai).
+pydantic-ai-slim>=2.68, and loads on first use, so the plugin works on every supported pydantic-ai);
+`ConversationPayloadCodec` with `ConversationPayloadConverter` (`conversation_data_converter`)
+encrypts a conversation's payloads in workflow histories with a key that deleting it deletes.
 
 Import this subpackage only where Temporal is used (a worker, a replayer, a client factory); the
 top-level `durable_recall` package never imports it, so importing the library loads no engine.
@@ -20,6 +22,11 @@ except ImportError as _import_error:  # pragma: no cover - exercised only withou
     ) from _import_error
 
 from ._dev_server import dev_server_path
+from ._journal import (
+    ConversationPayloadCodec,
+    ConversationPayloadConverter,
+    conversation_data_converter,
+)
 from ._plugin import SANDBOX_PASSTHROUGH_MODULES, DurableRecallPlugin, with_durable_recall_passthrough
 
 if TYPE_CHECKING:
@@ -27,8 +34,11 @@ if TYPE_CHECKING:
 
 __all__ = (
     'SANDBOX_PASSTHROUGH_MODULES',
+    'ConversationPayloadCodec',
+    'ConversationPayloadConverter',
     'DurableRecallPlugin',
     'TemporalConversationStore',
+    'conversation_data_converter',
     'dev_server_path',
     'with_durable_recall_passthrough',
 )

@@ -26,6 +26,7 @@ from .._chain import Inherited, LogRange, plan_delta, snapshot_seqs
 from .._protocol import ConversationSummary
 from .._summaries import summarize_conversations
 from ._index import MemoryIndex
+from ._keys import MemoryKeys
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -57,7 +58,7 @@ class _Run:
     snapshots: list[_StoredSnapshot] = field(default_factory=list[_StoredSnapshot])
 
 
-class InMemoryStepStore:
+class InMemoryStepStore(MemoryKeys):
     """Keeps runs and snapshots in this process, with the same layout and rules as the durable stores.
 
     Not shared between processes: a Temporal worker and its starter each see their own.
@@ -68,6 +69,7 @@ class InMemoryStepStore:
         self._lock = anyio.Lock()
         self._index = MemoryIndex(self._run_order)
         self._vectors = MemoryVectors()
+        self._keys = {}
 
     def __repr__(self) -> str:
         return f'InMemoryStepStore(runs={len(self._runs)})'
@@ -186,6 +188,7 @@ class InMemoryStepStore:
                 del self._runs[run_id]
             self._index.forget(conversation_id, doomed)
             self._vectors.forget(doomed)
+            await self.delete_conversation_keys(conversation_id)
             return len(doomed)
 
     async def read_messages(self, run_id: str, seqs: Sequence[int]) -> dict[int, ModelMessage]:

@@ -53,6 +53,7 @@ SCRUBBED_TABLES: tuple[LiteralString, ...] = (
     'index_hashes',
     'index_runs',
     'index_scopes',
+    'conversation_keys',
 )
 """The tables a delete touches, which `scrub` rewrites."""
 
@@ -104,6 +105,8 @@ async def delete_runs_of(
         for table in _LOG_TABLES:
             await cur.execute(db.sql('DELETE FROM {' + table + '} WHERE run_id = ANY(%s)'), (run_ids,))
     await forget_conversation(cur, db, conversation_id, run_ids)
+    # The journal codecs' keys: the engines' copies of the conversation become unreadable.
+    await cur.execute(db.sql('DELETE FROM {conversation_keys} WHERE conversation_id = %s'), (conversation_id,))
     return len(run_ids)
 
 

@@ -35,6 +35,7 @@ from ._erase import idle_conversations as _erase_idle_conversations
 from ._erase import pending_marks as _erase_pending_marks
 from ._erase import scrub as _erase_scrub
 from ._index import PostgresIndex
+from ._keys import PostgresKeys
 from ._reads import (
     LIST_RUNS,
     RUN_COLUMNS,
@@ -65,7 +66,7 @@ _LISTINGS: LiteralString = (
 """Snapshot rows of several runs, each after its own watermark (`read_listings`)."""
 
 
-class PostgresStepStore:
+class PostgresStepStore(PostgresKeys):
     """Keeps runs and snapshots in PostgreSQL tables, shared by every worker that points at them.
 
     Construction is cheap and needs no event loop: the pool is opened, and the tables created

@@ -28,6 +28,7 @@ TABLES: tuple[str, ...] = (
     'index_hashes',
     'vectors',
     'index_groups',
+    'conversation_keys',
     'runs_by_started',
     'runs_by_parent',
     'index_runs_by_scope',

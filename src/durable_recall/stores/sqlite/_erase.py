@@ -72,6 +72,8 @@ def _delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> int:
     numbers = 'SELECT run_no FROM dr_runs WHERE conversation_id = ?'
     forget_conversation(conn, conversation_id)
     forget_vectors(conn, conversation_id)
+    # The journal codecs' keys: the engines' copies of the conversation become unreadable.
+    conn.execute('DELETE FROM dr_conversation_keys WHERE conversation_id = ?', (conversation_id,))
     conn.execute(f'DELETE FROM dr_messages WHERE run_no IN ({numbers})', (conversation_id,))
     conn.execute(f'DELETE FROM dr_message_refs WHERE run_no IN ({numbers})', (conversation_id,))
     conn.execute(

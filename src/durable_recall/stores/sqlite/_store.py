@@ -48,6 +48,7 @@ from ._erase import delete_run as _erase_delete_run
 from ._erase import idle_conversations as _erase_idle_conversations
 from ._erase import scrub as _erase_scrub
 from ._index import SqliteIndex
+from ._keys import SqliteKeys
 from ._search_reads import decode_rows_with_records, rows_with_records
 from ._vectors import SqliteVectors
 
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ('SqliteStepStore',)
 
 
-class SqliteStepStore:
+class SqliteStepStore(SqliteKeys):
     """Keeps runs and snapshots in one SQLite file, in WAL mode.
 
     Several processes on one host may share the file: every write is one `BEGIN IMMEDIATE`
