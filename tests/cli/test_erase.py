@@ -138,3 +138,37 @@ def test_prune_dry_run_then_prune_then_nothing_left(tmp_path: Path, capsys: pyte
 def test_prune_refuses_a_bad_age(idle_for: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = run_cli(capsys, ['prune', '--store', str(tmp_path / 'x.db'), f'--idle-for={idle_for}'])
     assert run.status == 2 and 'like 90d' in run.err
+
+
+def test_delete_of_a_conversation_with_only_journal_keys_deletes_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A conversation kept in a conversation store has no runs in the step store that holds its keys.
+    path = make_store(tmp_path)
+
+    async def make_keys() -> str:
+        store = SqliteStepStore(path)
+        try:
+            first = await store.conversation_key('chat-only')
+            await store.rotate_conversation_key('chat-only')
+            return first.key_id
+        finally:
+            await store.aclose()
+
+    key_id = anyio.run(make_keys)
+    run = run_cli(capsys, ['delete', '--store', str(path), '--conversation', 'chat-only', '--yes', '--json'])
+    assert run.status == 0, run.err
+    report = json.loads(run.out)
+    assert report['deleted_runs'] == [] and report['deleted_keys'] == 2 and report['scrub']['complete'] is True
+    assert "conversation 'chat-only' has no runs here: will delete its journal keys" in run.err
+
+    async def key_after() -> object:
+        store = SqliteStepStore(path)
+        try:
+            return await store.conversation_key_by_id(key_id)
+        finally:
+            await store.aclose()
+
+    assert anyio.run(key_after) is None
+    again = run_cli(capsys, ['delete', '--store', str(path), '--conversation', 'chat-only', '--yes'])
+    assert again.status == 1 and "no conversation 'chat-only'" in again.err and 'no journal keys' in again.err

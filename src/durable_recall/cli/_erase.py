@@ -15,7 +15,7 @@ import sys
 from datetime import timedelta
 from typing import TextIO
 
-from ..stores import ErasableStore, ScrubReport, erase_conversation, erase_run, prune_idle
+from ..stores import ConversationKeyStore, ErasableStore, ScrubReport, erase_conversation, erase_run, prune_idle
 from ._errors import CliError
 from ._output import write_json
 from ._store import OpenedConversations, OpenedStore
@@ -81,9 +81,7 @@ async def _delete(opened: OpenedStore, args: argparse.Namespace, out: TextIO, er
     if args.conversation is not None:
         runs = await store.list_runs(conversation_id=args.conversation)
         if not runs:
-            raise CliError(
-                f'no conversation {args.conversation!r} in {opened.label}: `durable-recall conversations` lists them'
-            )
+            return await _delete_keys_only(opened, args, out, err)
         err.write(
             f'{opened.label}: will delete conversation {args.conversation!r}: {len(runs)} run(s) '
             f'({", ".join(run.run_id for run in runs)}) with their snapshots, messages, search index entries, '
@@ -111,6 +109,32 @@ async def _delete(opened: OpenedStore, args: argparse.Namespace, out: TextIO, er
         write_json({'deleted_runs': list(erased.runs), 'scrub': _scrub_json(erased.scrub)}, out)
         return 0 if erased.scrub is None or erased.scrub.complete else 1
     out.write(f'{opened.label}: deleted {what}: {len(erased.runs)} run(s)\n')
+    return _report(erased.scrub, out, err)
+
+
+async def _delete_keys_only(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """A conversation with no runs in the store may still have journal keys (a conversation store's turns).
+
+    Its journal payloads stay readable until its keys go, so `delete` deletes them (and scrubs);
+    with neither runs nor keys there is no such conversation.
+    """
+    missing = f'no conversation {args.conversation!r} in {opened.label}: `durable-recall conversations` lists them'
+    if not isinstance(opened.store, ConversationKeyStore):
+        raise CliError(missing)
+    err.write(
+        f'{opened.label}: conversation {args.conversation!r} has no runs here: will delete its journal keys, '
+        'if it has any, then scrub the database files\n'
+    )
+    if not _confirmed(args, err):
+        return 1
+    keys = await opened.store.delete_conversation_keys(args.conversation)
+    if not keys:
+        raise CliError(f'{missing} (no runs and no journal keys)')
+    erased = await erase_conversation(opened.store, args.conversation)
+    if args.json:
+        write_json({'deleted_runs': [], 'deleted_keys': keys, 'scrub': _scrub_json(erased.scrub)}, out)
+        return 0 if erased.scrub is None or erased.scrub.complete else 1
+    out.write(f'{opened.label}: deleted the journal keys of conversation {args.conversation!r}: {keys} key(s)\n')
     return _report(erased.scrub, out, err)
 
 
