@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, LiteralString
 from urllib.parse import urlsplit
@@ -119,13 +119,18 @@ class PostgresConnector:
         return query
 
     @asynccontextmanager
-    async def transaction(self, *, snapshot: bool = False) -> AsyncGenerator[AsyncCursor[TupleRow]]:
+    async def transaction(
+        self, *, snapshot: bool = False, pipeline: bool = False
+    ) -> AsyncGenerator[AsyncCursor[TupleRow]]:
         """A cursor inside one transaction; `snapshot` makes every read see the same moment.
+
+        `pipeline`: statements are sent without waiting for the previous one's answer (a fetch
+        waits); with a libpq that cannot pipeline, they are sent one at a time.
 
         Raises:
             StoreUnavailableError: The server refused, dropped or did not answer the connection.
         """
-        async with self._cursor(transaction=True, snapshot=snapshot) as cur:
+        async with self._cursor(transaction=True, snapshot=snapshot, pipeline=pipeline) as cur:
             yield cur
 
     @asynccontextmanager
@@ -148,7 +153,9 @@ class PostgresConnector:
             yield cur
 
     @asynccontextmanager
-    async def _cursor(self, *, transaction: bool, snapshot: bool) -> AsyncGenerator[AsyncCursor[TupleRow]]:
+    async def _cursor(
+        self, *, transaction: bool, snapshot: bool, pipeline: bool = False
+    ) -> AsyncGenerator[AsyncCursor[TupleRow]]:
         import psycopg
         from psycopg.rows import tuple_row
         from psycopg_pool import PoolTimeout
@@ -160,7 +167,8 @@ class PostgresConnector:
                     async with conn.cursor(row_factory=tuple_row) as cur:
                         yield cur
                     return
-                async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                piped = conn.pipeline() if pipeline and psycopg.AsyncPipeline.is_supported() else nullcontext()
+                async with piped, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                     if snapshot:
                         await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
                     yield cur

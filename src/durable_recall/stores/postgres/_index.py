@@ -246,11 +246,16 @@ class PostgresIndex:
         await self.commit_many([change])
 
     async def commit_many(self, changes: Sequence[RunCommit]) -> None:
-        async with self._db.transaction() as cur:
+        # Pipelined: the locks, the read and `BEGIN` travel together, as do the writes and `COMMIT`.
+        async with self._db.transaction(pipeline=True) as cur:
             # Every conversation's lock first, in one order, so two batches cannot deadlock.
             for conversation_id in sorted({change.conversation_id or '' for change in changes}):
                 await lock_conversation(cur, self._db, conversation_id or None)
-            await apply_commits(PostgresIndexWriter(cur, self._db), changes)
+            writer = PostgresIndexWriter(cur, self._db)
+            if not any(change.postings_set for change in changes):
+                await writer.read_state(changes)  # one statement, after the locks (see `_commit_state`)
+            await apply_commits(writer, changes)
+            await writer.flush()
 
 
 async def lock_conversation(cur: AsyncCursor[TupleRow], db: IndexDatabase, conversation_id: str | None) -> None:
