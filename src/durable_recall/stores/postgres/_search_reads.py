@@ -12,8 +12,8 @@ records in another. With the messages, a search is three statements.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from typing import LiteralString
+from collections.abc import Iterable, Sequence
+from typing import Any, LiteralString
 
 from ...base import RunRecord
 from ...index import OPEN, IndexedRunRow, PostingsRow, ScopeSpans, ScopeStatus, ScopeView, SpansWanted
@@ -22,7 +22,7 @@ from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, unpack_group
 from ._index_writer import SCOPE_KEY, STORE_GENERATION, IndexDatabase
 from ._reads import RUN_COLUMNS, run_from_row
 
-__all__ = ('rows_with_records', 'scope_view', 'unpack_spans')
+__all__ = ('postings_of', 'rows_with_records', 'scope_view', 'unpack_spans')
 
 _SPAN = '>qiB6s'
 """One packed span: run key, first, how many bytes of the head are the run's, the head padded to 6 bytes."""
@@ -103,6 +103,29 @@ _ROWS_WITH_RECORDS: LiteralString = (
 )
 
 
+def postings_of(terms: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, list[PostingsRow]]:
+    """The chunks of `terms` from rows of `(scope key, term, chunk, postings, bucket)`, by scope then chunk.
+
+    A row with no term is a group (`chunk` is then its scope's group bits): it gives the open
+    tails of the terms it holds. A group that does not unpack gives a damaged tail to each term
+    whose bucket it is (which terms it held is unknown), so that the search names the damage.
+    """
+    chunks: list[tuple[str, int, int, bytes]] = []
+    for scope_key, term, number, data, bucket in rows:
+        if term is not None:
+            chunks.append((term, scope_key, number, data))
+            continue
+        try:
+            group = unpack_group(bytes(data))
+        except ValueError:
+            group = {term: DAMAGED_TAIL for term in terms if bucket_of(term, number) == bucket}
+        chunks.extend((term, scope_key, OPEN, group[term]) for term in terms if term in group)
+    found: dict[str, list[PostingsRow]] = {}
+    for term, _, number, data in sorted(chunks, key=lambda chunk: chunk[:3]):
+        found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
+    return found
+
+
 def unpack_spans(packed: bytes) -> ScopeSpans:
     """Spans packed by `_SPANS_OF` (or `PostgresIndex.scope_spans`'s query) as columns."""
     run_keys: list[int] = []
@@ -146,23 +169,7 @@ async def scope_view(
     generation = generation or ''
     moved = generation != (known if known is not None else None)
     status = ScopeStatus(generation=generation, pending=list(pending), docs=docs or 0, length=length or 0)
-    wanted = asked + knew if moved else asked
-    chunks: list[tuple[str, int, int, bytes]] = []
-    for row in rows:
-        if row[0] == 0:
-            continue
-        scope_key, term, number, data, bucket = row[6:]
-        if term is not None:
-            chunks.append((term, scope_key, number, data))
-            continue
-        try:
-            group = unpack_group(bytes(data))
-        except ValueError:
-            group = {term: DAMAGED_TAIL for term in wanted if bucket_of(term, number) == bucket}
-        chunks.extend((term, scope_key, OPEN, group[term]) for term in wanted if term in group)
-    found: dict[str, list[PostingsRow]] = {}
-    for term, _, number, data in sorted(chunks, key=lambda chunk: chunk[:3]):
-        found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
+    found = postings_of(asked + knew if moved else asked, [row[6:] for row in rows if row[0] != 0])
     view_spans = unpack_spans(bytes(packed)) if packed is not None else None
     if view_spans is None and spans == 'yes' and not all_scopes:
         view_spans = ScopeSpans(run_keys=[], firsts=[], lengths=[])  # a scope without runs
