@@ -6,7 +6,8 @@ the scope's status, the postings of its words, the status again (postings and st
 of one generation), the rows of the runs it shows, their records, and their messages. Here the
 first three (and the conversation's spans, which windows walk) are one statement, whose one
 snapshot makes the postings of the status it returns; and the runs' index rows come with their
-records in another. With the messages, a search is three statements.
+records in another. With the messages, a search is three statements. (The index's catch-up reads its runs' index rows
+with their records in one statement too.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, unpack_group
 from ._index_writer import SCOPE_KEY, STORE_GENERATION, IndexDatabase
 from ._reads import RUN_COLUMNS, run_from_row
 
-__all__ = ('postings_of', 'rows_with_records', 'scope_view', 'unpack_spans')
+__all__ = ('postings_of', 'rows_with_records', 'rows_with_records_by_id', 'scope_view', 'unpack_spans')
 
 _SPAN = '>qiB6s'
 """One packed span: run key, first, how many bytes of the head are the run's, the head padded to 6 bytes."""
@@ -101,6 +102,15 @@ _ROWS_WITH_RECORDS: LiteralString = (
     + ', '.join(f'r.{column.strip()}' for column in RUN_COLUMNS.split(','))
     + ' FROM {index_runs} AS i LEFT JOIN {runs} AS r ON r.run_id = i.run_id WHERE i.run_key = ANY(%s::bigint[])'
 )
+
+_BY_ID: LiteralString = (
+    'SELECT i.run_key, i.run_id, i.scope_key, i.seen, i.first, i.lengths, i.seqs, i.roles, i.times, i.state,'
+    ' i.started_at, r.run_id IS NOT NULL, '
+    + ', '.join(f'r.{column.strip()}' for column in RUN_COLUMNS.split(','))
+    + ' FROM unnest(%s::text[]) AS w (run_id) LEFT JOIN {index_runs} AS i ON i.run_id = w.run_id'
+    ' LEFT JOIN {runs} AS r ON r.run_id = w.run_id'
+)
+"""Runs' index rows (when indexed) with their records (when stored), by run id: catch-up's first read."""
 
 
 def postings_of(terms: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, list[PostingsRow]]:
@@ -193,6 +203,30 @@ async def rows_with_records(
     records: dict[str, RunRecord] = {}
     for row in rows:
         indexed[row[0]] = indexed_run(*row[:11])
+        if row[11]:
+            record = run_from_row(row[12:])
+            records[record.run_id] = record
+    return indexed, records
+
+
+async def rows_with_records_by_id(
+    db: IndexDatabase, run_ids: Sequence[str]
+) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]]:
+    """Index rows by run id, with the runs' records: one statement (`IndexRowsWithRecords`).
+
+    Raises:
+        CorruptRunError: A run row does not read (catch-up then reads the runs apart, naming it).
+    """
+    if not run_ids:
+        return {}, {}
+    async with db.read() as cur:
+        await cur.execute(db.sql(_BY_ID), (sorted(set(run_ids)),))
+        rows = await cur.fetchall()
+    indexed: dict[str, IndexedRunRow] = {}
+    records: dict[str, RunRecord] = {}
+    for row in rows:
+        if row[0] is not None:
+            indexed[row[1]] = indexed_run(*row[:11])
         if row[11]:
             record = run_from_row(row[12:])
             records[record.run_id] = record

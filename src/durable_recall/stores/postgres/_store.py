@@ -40,7 +40,7 @@ from ._reads import (
     logs,
     run_from_row,
 )
-from ._search_reads import rows_with_records
+from ._search_reads import rows_with_records, rows_with_records_by_id
 from ._snapshot_reads import latest_snapshot, list_snapshots, read_listings
 from ._vectors import PostgresVectors
 from ._writes import write_batch
@@ -326,6 +326,12 @@ class PostgresStepStore:
     ) -> tuple[dict[int, IndexedRunRow], dict[str, RunRecord]]:
         """Index rows by run key with their runs' records, in one statement (`search.RowsWithRecords`)."""
         return await rows_with_records(self._db, run_keys)
+
+    async def index_rows_with_records(
+        self, run_ids: Sequence[str]
+    ) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]]:
+        """Runs' index rows by run id with their records, in one statement (`index.IndexRowsWithRecords`)."""
+        return await rows_with_records_by_id(self._db, run_ids)
 
     def vector_storage(self) -> PostgresVectors:
         """Message vectors for hybrid ranking, in `{vectors}` beside the index."""
