@@ -177,7 +177,7 @@ async def test_indexing_a_write_costs_eight_statements_and_one_transaction(
     store = PostgresStepStore(postgres_url, schema=postgres_schema)
     counter = _Counter(monkeypatch)
     per_write: list[list[str]] = []
-    real = _capability.index_saved  # pyright: ignore[reportPrivateImportUsage]
+    real = _capability.index_saved
 
     async def index_saved(store: StepStore, deltas: Any) -> None:
         start = len(counter.statements)
