@@ -167,11 +167,22 @@ class PostgresConnector:
                     async with conn.cursor(row_factory=tuple_row) as cur:
                         yield cur
                     return
-                piped = conn.pipeline() if pipeline and psycopg.AsyncPipeline.is_supported() else nullcontext()
-                async with piped, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                    if snapshot:
-                        await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
-                    yield cur
+                piped = pipeline and psycopg.AsyncPipeline.is_supported()
+                try:
+                    async with (
+                        conn.pipeline() if piped else nullcontext(),
+                        conn.transaction(),
+                        conn.cursor(row_factory=tuple_row) as cur,
+                    ):
+                        if snapshot:
+                            await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
+                        yield cur
+                except BaseException:
+                    if piped:
+                        # A pipeline cut short (a cancelled task, an error) may leave answers unread
+                        # or its transaction open: closed, the pool replaces it instead of lending it so.
+                        await conn.close()
+                    raise
         except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as error:
             # InterfaceError: a connection the server closed, used again (psycopg's word for it).
             raise self._unavailable(error) from error
