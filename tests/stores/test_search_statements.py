@@ -9,6 +9,8 @@ and a sliding window, as a chat app writes it.
 
 On SQLite the same reads are point reads of the store's connection (`SqliteConnection._translated`
 runs each, inline or in a worker thread): at most three per search too.
+
+A write indexes what it saved (`index_on_save`): its catch-up's statements are pinned here as well.
 """
 
 from __future__ import annotations
@@ -156,4 +158,40 @@ async def test_a_search_on_sqlite_makes_at_most_three_reads(tmp_path: Path, monk
     reads.clear()
     answer = await _tool(store).search(context(conversation_id='conv'), SearchRequest(query='ZEBRA5'))
     assert 'mentions ZEBRA5' in answer and len(reads) <= 3, reads  # a cold process's search
+    await store.aclose()
+
+
+@pytest.mark.postgres
+async def test_indexing_a_write_costs_eight_statements_and_one_transaction(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a write's index catch-up (`index_on_save`) sends, for each write of a chat's turn.
+
+    One read of the runs' index rows with their records; the listing of the new snapshots (its
+    isolation level, the rows, their log entries); the log entries the record builder resumes
+    from, or the inheritance check of a run's first write; and the commit: the conversation's
+    lock, one read of everything the commit looks at, and one statement of all its writes.
+    """
+    from durable_recall.persistence import _capability
+
+    store = PostgresStepStore(postgres_url, schema=postgres_schema)
+    counter = _Counter(monkeypatch)
+    per_write: list[list[str]] = []
+    real = _capability.index_saved
+
+    async def index_saved(store: StepStore, deltas: Any) -> None:
+        start = len(counter.statements)
+        await real(store, deltas)
+        per_write.append(counter.statements[start:])
+
+    monkeypatch.setattr(_capability, 'index_saved', index_saved)
+    await _converse(store)
+    assert len(per_write) == 2 * _TURNS
+    for statements in per_write[2:]:  # the conversation's first run creates its scope
+        assert len(statements) == 8, statements
+        assert sum('pg_advisory_xact_lock' in statement for statement in statements) == 1
+        assert statements[-1].startswith('WITH scopes AS (UPDATE'), statements  # every write, one statement
+    assert (await store.index_storage().status('conv', all_scopes=False)).pending == []  # nothing left to search
+    answer = await _tool(store).search(context(conversation_id='conv'), SearchRequest(query='ZEBRA3'))
+    assert 'mentions ZEBRA3' in answer
     await store.aclose()

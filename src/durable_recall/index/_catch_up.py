@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..base import CorruptRunError, CorruptSnapshotError, RunRecord, format_timestamp
-from ..text import index_text, message_role, tokenize
+from ..text import index_text, tokenize
 from ._chunks import decode_chunk, run_postings
 from ._feed import RecordFeed, RecordView, SnapshotFeed
-from ._layout import ROLE_CODES, decode_floats, decode_ints, encode_floats, encode_ints
-from ._reader import SnapshotReader
+from ._layout import encode_floats, encode_ints
+from ._reader import IndexRowsWithRecords, SnapshotReader
+from ._run_arrays import RunArrays, own_documents, put_position
 from ._storage import IndexedRunRow, IndexStorage, Posting, RunCommit, StaleIndexError
 from ._text_terms import text_terms
 
@@ -60,30 +60,15 @@ def hash_key(digest: str) -> bytes:
     return bytes.fromhex(digest)[:16]
 
 
-@dataclass
-class _Arrays:
-    lengths: list[int]
-    seqs: list[int]
-    roles: list[int]
-    times: list[float]
-
-    @classmethod
-    def of(cls, row: IndexedRunRow | None) -> _Arrays:
-        if row is None:
-            return cls([], [], [], [])
-        return cls(
-            list(decode_ints(row.lengths)),
-            list(decode_ints(row.seqs)),
-            list(decode_ints(row.roles)),
-            list(decode_floats(row.times)),
-        )
-
-
 class Indexer:
     """Brings an index up to date with its records, run by run, in batches of one transaction each."""
 
-    def __init__(self, storage: IndexStorage, feed: RecordFeed) -> None:
+    def __init__(
+        self, storage: IndexStorage, feed: RecordFeed, *, rows_with_records: IndexRowsWithRecords | None = None
+    ) -> None:
         self._storage = storage
+        self._rows_with_records = rows_with_records
+        """The store, when it reads index rows with records in one read and `storage` is its own index."""
         self._known_held: dict[str, set[bytes]] = {}
         """Per conversation, hashes the index was found to hold (under `catch_up`): never asked twice."""
         self._feed = feed
@@ -91,7 +76,8 @@ class Indexer:
     @classmethod
     def of_store(cls, store: SnapshotReader) -> Indexer:
         """The indexer of a store's own index, fed by its snapshots."""
-        return cls(store.index_storage(), SnapshotFeed(store))
+        both = store if isinstance(store, IndexRowsWithRecords) else None
+        return cls(store.index_storage(), SnapshotFeed(store), rows_with_records=both)
 
     @property
     def storage(self) -> IndexStorage:
@@ -138,6 +124,15 @@ class Indexer:
                 problems.append(error)
         return records, problems
 
+    async def _read_both(self, run_ids: list[str]) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]] | None:
+        """Index rows and records in one read where the store offers it; `None` to read them apart."""
+        if self._rows_with_records is None:
+            return None
+        try:
+            return await self._rows_with_records.index_rows_with_records(run_ids)
+        except CorruptRunError:
+            return None  # read apart, so that the damaged run is named and the others caught up
+
     async def _catch_up_batch(self, run_ids: list[str], upto: Mapping[str, int]) -> list[Unreadable]:
         """Catch runs up together: their reads first, then one transaction for all their commits.
 
@@ -147,11 +142,15 @@ class Indexer:
         indexed one of the runs meanwhile, the batch commits nothing and its runs are caught up
         one by one instead.
         """
-        rows = await self._storage.load_runs(run_ids)
+        read = await self._read_both(run_ids)
+        rows = read[0] if read is not None else await self._storage.load_runs(run_ids)
         run_ids = [run_id for run_id in run_ids if run_id not in upto or _behind(rows.get(run_id), upto[run_id])]
         if not run_ids:
             return []
-        records, problems = await self._records(run_ids)
+        if read is not None:
+            records, problems = {run_id: read[1][run_id] for run_id in run_ids if run_id in read[1]}, []
+        else:
+            records, problems = await self._records(run_ids)
         feed = self._feed if isinstance(self._feed, SnapshotFeed) else None
         if feed is not None:
             found = [run_id for run_id in run_ids if run_id in records]
@@ -234,10 +233,10 @@ class Indexer:
         """
         folded = await self._feed.fold(run, row)
         record, changes = folded.record, folded.changes
-        arrays = _Arrays.of(row)
+        arrays = RunArrays.of(row)
         old_size = len(arrays.lengths)
         old_first = first = row.first if row is not None else 0
-        old_own = _own(arrays, first)
+        old_own = own_documents(arrays, first)
         if run.conversation_id is not None and first == old_size and len(record) > old_size:
             first = await self._inherited_prefix(run, record, first, held.get(run.conversation_id, {}))
         replaced: dict[int, Counter[str]] = {}
@@ -249,10 +248,10 @@ class Indexer:
             if position < first:
                 # Inherited: indexed under the run that persisted it first. A `run_id` search
                 # reads these few messages back instead.
-                _put(arrays, position, 0, record.seq(position), message, run)
+                put_position(arrays, position, 0, record.seq(position), message, run)
                 continue
             terms = await text_terms(message)
-            _put(arrays, position, terms.total(), record.seq(position), message, run)
+            put_position(arrays, position, terms.total(), record.seq(position), message, run)
             if old_first <= position < old_size:
                 previous = changes[position]
                 before = await text_terms(previous) if previous is not None else Counter[str]()
@@ -267,7 +266,7 @@ class Indexer:
         postings_set = await self._rewritten(run, row, affected, replaced, added) if replaced else {}
         for term in postings_set:
             added.pop(term, None)
-        own = _own(arrays, first)
+        own = own_documents(arrays, first)
         return RunCommit(
             run_id=run.run_id,
             conversation_id=run.conversation_id,
@@ -348,27 +347,6 @@ class Indexer:
 def _behind(row: IndexedRunRow | None, saved: int) -> bool:
     """Whether a run's index has not read the snapshot `saved` yet."""
     return row is None or row.seen < saved
-
-
-def _put(arrays: _Arrays, position: int, length: int, seq: int, message: ModelMessage, run: RunRecord) -> None:
-    """Set (or append) a position's length, log number, role and time (the message's, else the run's start)."""
-    role = ROLE_CODES[message_role(message)]
-    moment = (message.timestamp or run.started_at).timestamp()
-    if position == len(arrays.lengths):
-        arrays.lengths.append(length)
-        arrays.seqs.append(max(seq, 0))
-        arrays.roles.append(role)
-        arrays.times.append(moment)
-    else:
-        arrays.lengths[position] = length
-        arrays.seqs[position] = max(seq, 0)
-        arrays.roles[position] = role
-        arrays.times[position] = moment
-
-
-def _own(arrays: _Arrays, first: int) -> tuple[int, int]:
-    """The run's searchable documents and their total length (positions from `first` on)."""
-    return max(len(arrays.lengths) - first, 0), sum(arrays.lengths[first:])
 
 
 async def update_index(

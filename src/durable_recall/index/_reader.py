@@ -10,12 +10,12 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..base import RunRecord, Snapshot
-from ._storage import IndexStorage
+from ._storage import IndexedRunRow, IndexStorage
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ('Listing', 'SharingReader', 'SnapshotReader')
+__all__ = ('IndexRowsWithRecords', 'Listing', 'SharingReader', 'SnapshotReader')
 
 
 @runtime_checkable
@@ -122,5 +122,25 @@ class SharingReader(Protocol):
             A listing per run asked (a run without rows after its watermark lists nothing); a
             run whose rows do not read gets a listing that raises its error when decoded, so
             one damaged run does not stop the others.
+        """
+        ...
+
+
+@runtime_checkable
+class IndexRowsWithRecords(Protocol):
+    """A store that reads runs' index rows together with their records (one round trip, not two).
+
+    Catch-up starts each batch with both: the index rows say how far each run was read, the
+    records what each run is. A networked store (Postgres) reads them in one statement; the
+    index's catch-up in a write pays one round trip fewer.
+    """
+
+    async def index_rows_with_records(
+        self, run_ids: Sequence[str]
+    ) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]]:
+        """The runs' index rows (runs never indexed left out) and records (runs gone left out).
+
+        Raises:
+            CorruptRunError: A run row does not read (catch-up then reads the runs apart).
         """
         ...

@@ -16,15 +16,15 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, LiteralString
-from urllib.parse import urlsplit
 
 import anyio
 
 from ...base import StoreUnavailableError
-from .._url import hide_secrets_of, redact_url
+from .._url import redact_url
+from ._config import check_config
 from ._handover import handing_over
 from ._live import AsyncConnectionPoolLike, live_connection
 from ._tables import STEP_TABLES, TABLES, PostgresTables
@@ -87,7 +87,7 @@ class PostgresConnector:
             raise ImportError(
                 f'{store} needs psycopg 3 and psycopg-pool: pip install "durable-recall[postgres]"'
             ) from error
-        _check_config(store, url, pool, schema, connect_timeout, max_size)
+        check_config(store, url, pool, schema, connect_timeout, max_size)
         self.url = url
         self.schema = schema
         self.tables = tables
@@ -119,13 +119,18 @@ class PostgresConnector:
         return query
 
     @asynccontextmanager
-    async def transaction(self, *, snapshot: bool = False) -> AsyncGenerator[AsyncCursor[TupleRow]]:
+    async def transaction(
+        self, *, snapshot: bool = False, pipeline: bool = False
+    ) -> AsyncGenerator[AsyncCursor[TupleRow]]:
         """A cursor inside one transaction; `snapshot` makes every read see the same moment.
+
+        `pipeline`: statements are sent without waiting for the previous one's answer (a fetch
+        waits); with a libpq that cannot pipeline, they are sent one at a time.
 
         Raises:
             StoreUnavailableError: The server refused, dropped or did not answer the connection.
         """
-        async with self._cursor(transaction=True, snapshot=snapshot) as cur:
+        async with self._cursor(transaction=True, snapshot=snapshot, pipeline=pipeline) as cur:
             yield cur
 
     @asynccontextmanager
@@ -148,7 +153,9 @@ class PostgresConnector:
             yield cur
 
     @asynccontextmanager
-    async def _cursor(self, *, transaction: bool, snapshot: bool) -> AsyncGenerator[AsyncCursor[TupleRow]]:
+    async def _cursor(
+        self, *, transaction: bool, snapshot: bool, pipeline: bool = False
+    ) -> AsyncGenerator[AsyncCursor[TupleRow]]:
         import psycopg
         from psycopg.rows import tuple_row
         from psycopg_pool import PoolTimeout
@@ -160,10 +167,22 @@ class PostgresConnector:
                     async with conn.cursor(row_factory=tuple_row) as cur:
                         yield cur
                     return
-                async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                    if snapshot:
-                        await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
-                    yield cur
+                piped = pipeline and psycopg.AsyncPipeline.is_supported()
+                try:
+                    async with (
+                        conn.pipeline() if piped else nullcontext(),
+                        conn.transaction(),
+                        conn.cursor(row_factory=tuple_row) as cur,
+                    ):
+                        if snapshot:
+                            await cur.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
+                        yield cur
+                except BaseException:
+                    if piped:
+                        # A pipeline cut short (a cancelled task, an error) may leave answers unread
+                        # or its transaction open: closed, the pool replaces it instead of lending it so.
+                        await conn.close()
+                    raise
         except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as error:
             # InterfaceError: a connection the server closed, used again (psycopg's word for it).
             raise self._unavailable(error) from error
@@ -334,67 +353,4 @@ class PostgresConnector:
             f'Postgres at {where} is unavailable ({reason}); no answer within {self._connect_timeout}s or the '
             'connection was refused or dropped. Check that the server is running and reachable and that the '
             "URL's host, port, database and credentials are right; the operation is safe to retry."
-        )
-
-
-def _check_config(
-    store: str,
-    url: str | None,
-    pool: AsyncConnectionPoolLike | None,
-    schema: str | None,
-    connect_timeout: float,
-    max_size: int,
-) -> None:
-    """Refuse a configuration that could never connect, naming the bad value (checked at construction)."""
-    if (url is None) == (pool is None):
-        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
-
-        raise StoreConfigurationError(f'{store}: pass either a `url` or a caller-owned `pool`, not both.')
-    if url is not None:
-        _check_url(url, store)
-    if schema is not None and not (
-        isinstance(schema, str) and 0 < len(schema.encode()) <= 63 and '\x00' not in schema  # pyright: ignore[reportUnnecessaryIsInstance]
-    ):
-        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
-
-        raise StoreConfigurationError(
-            f'{store}: schema {schema!r} is not a usable Postgres identifier: '
-            'pass a non-empty name of at most 63 bytes.'
-        )
-    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int | float) or not connect_timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
-
-        raise StoreConfigurationError(
-            f'{store}: connect_timeout must be a number of seconds > 0, got {connect_timeout!r}'
-        )
-    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
-
-        raise StoreConfigurationError(f'{store}: max_size must be an int >= 1, got {max_size!r}')
-
-
-def _check_url(url: object, store: str) -> None:
-    from psycopg import ProgrammingError
-    from psycopg.conninfo import conninfo_to_dict
-
-    if not isinstance(url, str):
-        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
-
-        raise StoreConfigurationError(f'{store}: url must be a string, got {type(url).__name__}')
-    problem = None
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises for a port that is not a number in range
-        if parts.scheme not in ('postgresql', 'postgres'):
-            problem = f'the scheme is {parts.scheme!r}, not postgresql:// or postgres://'
-        else:
-            conninfo_to_dict(url)
-    except (ValueError, ProgrammingError) as error:
-        problem = str(error).strip()
-    if problem is not None:
-        from ...base import StoreConfigurationError  # loads pydantic-ai (see base._errors)
-
-        raise StoreConfigurationError(
-            f'{store}: {redact_url(url)!r} is not a usable Postgres URL ({hide_secrets_of(url, problem)}): '
-            'pass one like postgresql://user:password@host:5432/database.'
         )

@@ -50,6 +50,12 @@ class GroupWriter:
         self._sql = db.sql
         self.bits: dict[int, int] = {}
         """Each scope's `group_bits`, as `update_scope` returned it (or read here when it did not)."""
+        self.known: dict[_Key, dict[str, bytes] | None] | None = None
+        """Groups a commit read ahead (`_commit_state`): every group its appends can touch, the
+        missing ones not existing; dropped at the first write, after which groups are read again."""
+        self.deferred: dict[_Key, bytes] | None = None
+        """Where writes of groups go instead of the server, when set (the commit's one write statement),
+        until a doubling, which reads every group of its scope, sends them first."""
 
     async def _bits_of(self, scope_key: int) -> int:
         if scope_key not in self.bits:
@@ -64,6 +70,9 @@ class GroupWriter:
         """The groups at `keys` that exist, unpacked (`None` for one that does not unpack)."""
         if not keys:
             return {}
+        if self.known is not None:
+            known = self.known
+            return {key: None if (group := known[key]) is None else dict(group) for key in keys if key in known}
         await self._cur.execute(self._sql(_READ), ([scope for scope, _ in keys], [bucket for _, bucket in keys]))
         found: dict[_Key, dict[str, bytes] | None] = {}
         for scope_key, bucket, data in await self._cur.fetchall():
@@ -135,6 +144,10 @@ class GroupWriter:
 
     async def _store(self, groups: dict[_Key, bytes]) -> None:
         """Write these packed groups whole; an empty one is deleted."""
+        self.known = None
+        if self.deferred is not None:
+            self.deferred.update(groups)
+            return
         kept = sorted((key, data) for key, data in groups.items() if data)
         emptied = sorted(key for key, data in groups.items() if not data)
         if kept:
@@ -155,6 +168,11 @@ class GroupWriter:
         bits = await self._bits_of(scope_key)
         if bits >= MAX_GROUP_BITS:
             return
+        deferred, self.deferred = self.deferred, None
+        if deferred:
+            pending = dict(deferred)
+            deferred.clear()  # the commit's write statement must not write them again
+            await self._store(pending)
         await self._cur.execute(
             self._sql('SELECT bucket, terms FROM {index_groups} WHERE scope_key = %s'), (scope_key,)
         )

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
 
 from ...index import (
-    OPEN,
     IndexedRunRow,
     PostingsRow,
     RunCommit,
@@ -32,9 +31,9 @@ from ...index import (
 )
 from .._postgres_migrations import POSTGRES_INDEX_RESET
 from .._run_rows import indexed_run
-from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, group_terms, unpack_group
+from ._groups import BUCKET_SQL, group_terms
 from ._index_writer import BUMP_GENERATION, SCOPE_KEY, STORE_GENERATION, IndexDatabase, PostgresIndexWriter
-from ._search_reads import scope_view, unpack_spans
+from ._search_reads import postings_of, scope_view, unpack_spans
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -188,21 +187,7 @@ class PostgresIndex:
         async with self._db.read() as cur:
             await cur.execute(self._db.sql(query), {'terms': asked, 'conv': conversation_id})
             rows = await cur.fetchall()
-        chunks: list[tuple[str, int, int, bytes]] = []
-        for scope_key, term, number, data, bucket in rows:
-            if term is not None:
-                chunks.append((term, scope_key, number, data))
-                continue
-            try:
-                group = unpack_group(bytes(data))
-            except ValueError:
-                # Which terms it held is unknown: each asked one whose bucket it is reads as damaged.
-                group = {term: DAMAGED_TAIL for term in asked if bucket_of(term, number) == bucket}
-            chunks.extend((term, scope_key, OPEN, group[term]) for term in asked if term in group)
-        found: dict[str, list[PostingsRow]] = {}
-        for term, _, number, data in sorted(chunks, key=lambda chunk: chunk[:3]):
-            found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
-        return found
+        return postings_of(asked, rows)
 
     async def inherited(self, conversation_id: str, hashes: Sequence[bytes], *, exclude_run_id: str) -> set[bytes]:
         if not hashes:
@@ -246,11 +231,16 @@ class PostgresIndex:
         await self.commit_many([change])
 
     async def commit_many(self, changes: Sequence[RunCommit]) -> None:
-        async with self._db.transaction() as cur:
+        # Pipelined: the locks, the read and `BEGIN` travel together, as do the writes and `COMMIT`.
+        async with self._db.transaction(pipeline=True) as cur:
             # Every conversation's lock first, in one order, so two batches cannot deadlock.
             for conversation_id in sorted({change.conversation_id or '' for change in changes}):
                 await lock_conversation(cur, self._db, conversation_id or None)
-            await apply_commits(PostgresIndexWriter(cur, self._db), changes)
+            writer = PostgresIndexWriter(cur, self._db)
+            if not any(change.postings_set for change in changes):
+                await writer.read_state(changes)  # one statement, after the locks (see `_commit_state`)
+            await apply_commits(writer, changes)
+            await writer.flush()
 
 
 async def lock_conversation(cur: AsyncCursor[TupleRow], db: IndexDatabase, conversation_id: str | None) -> None:

@@ -6,6 +6,10 @@ a save or a deletion of the run waits for the commit. Lists travel as arrays (`u
 so a batch's thousands of postings are one statement each kind. A rare word's open tail lives in a
 group row shared with other rare words of its scope (`_groups`, written by `_group_writer`); a
 term's rows of its own are looked up first.
+
+A commit that only appends (no earlier position of a run changed) reads everything first
+(`read_state`, see `_commit_state`); the writer then answers from what was read and sends its
+writes as one statement at the end, so that it never waits for the server in between.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString, Protocol
 
 from ...index import OPEN, FullTail, RunCommit, StoredRun, TermChunk
+from ._commit_state import CommitState, DeferredWrites, RunRow, read_state
 from ._group_writer import GroupWriter
 
 if TYPE_CHECKING:
@@ -44,8 +49,10 @@ class IndexDatabase(Protocol):
         """The template with its table placeholders filled."""
         ...
 
-    def transaction(self, *, snapshot: bool = False) -> AbstractAsyncContextManager[AsyncCursor[TupleRow]]:
-        """A cursor inside one transaction."""
+    def transaction(
+        self, *, snapshot: bool = False, pipeline: bool = False
+    ) -> AbstractAsyncContextManager[AsyncCursor[TupleRow]]:
+        """A cursor inside one transaction (`pipeline`: statements sent without waiting for answers)."""
         ...
 
     def read(self) -> AbstractAsyncContextManager[AsyncCursor[TupleRow]]:
@@ -115,8 +122,31 @@ class PostgresIndexWriter:
         self._groups = GroupWriter(cur, db)
         self._grouped: set[tuple[int, str]] = set()
         """Terms whose open tail `chunks` found in a group (their tail is changed there)."""
+        self._db = db
+        self._state: CommitState | None = None
+        self._writes = DeferredWrites()
+
+    async def read_state(self, changes: Sequence[RunCommit]) -> None:
+        """Read what committing `changes` needs, in one statement, and answer from it (`_commit_state`).
+
+        Only for changes without `postings_set` (which read and rewrite chunks as they go).
+        """
+        assert not any(change.postings_set for change in changes), 'a rewrite reads its chunks itself'
+        self._state = await read_state(self._cur, self._db, changes)
+        self._groups.bits.update(self._state.scopes.values())
+        self._groups.known = dict(self._state.groups)
+        self._groups.deferred = self._writes.groups
+
+    async def flush(self) -> None:
+        """Send the writes decided from the read state (one statement; nothing when there are none)."""
+        writes, self._writes = self._writes, DeferredWrites()
+        if self._groups.deferred is not None:
+            self._groups.deferred = self._writes.groups
+        await writes.flush(self._cur, self._db)
 
     async def stored_run(self, run_id: str) -> StoredRun | None:
+        if self._state is not None:
+            return self._state.runs.get(run_id)
         cur, sql = self._cur, self._sql
         await cur.execute(sql('SELECT conversation_id FROM {runs} WHERE run_id = %s FOR UPDATE'), (run_id,))
         run = await cur.fetchone()
@@ -128,6 +158,10 @@ class PostgresIndexWriter:
         return StoredRun(run[0], *((None, None) if indexed is None else indexed))
 
     async def update_scope(self, conversation_id: str | None, *, docs: int, length: int, generation: str) -> int:
+        known = None if self._state is None else self._state.scopes.get(conversation_id)
+        if known is not None:
+            self._writes.scope(known[0], docs=docs, length=length, generation=generation)
+            return known[0]
         params = {'conv': conversation_id, 'generation': generation, 'docs': docs, 'length': length}
         await self._cur.execute(
             self._sql(
@@ -142,9 +176,17 @@ class PostgresIndexWriter:
             found = await self._cur.fetchone()
             assert found is not None, 'an upsert with RETURNING returns its row'
         self._groups.bits[found[0]] = found[1]
+        if self._state is not None:
+            # A scope created here: it has no rows of terms or groups to read.
+            self._state.scopes[conversation_id] = (found[0], found[1])
         return found[0]
 
     async def put_run(self, change: RunCommit, scope_key: int, run_key: int | None) -> int:
+        if self._state is not None:
+            new = run_key is None
+            run_key = self._state.fresh_keys[change.run_id] if run_key is None else run_key
+            self._writes.run(RunRow(run_key, scope_key, change), new=new)
+            return run_key
         params: dict[str, Any] = {
             'run_id': change.run_id,
             'scope': scope_key,
@@ -215,6 +257,8 @@ class PostgresIndexWriter:
         )
 
     async def append_tails(self, tails: Sequence[tuple[int, str, bytes]], *, full_at: int) -> list[FullTail]:
+        if self._state is not None:
+            return await self._append_known(self._state, tails, full_at=full_at)
         cur, sql = self._cur, self._sql
         await cur.execute(
             sql(_APPEND),
@@ -235,9 +279,36 @@ class PostgresIndexWriter:
                 ([scope_key for scope_key, _, _ in new], [term for _, term, _ in new], [data for _, _, data in new]),
             )
             sizes.update(((scope_key, term), size) for scope_key, term, size in await cur.fetchall())
-        due = sorted(key for key, size in sizes.items() if size >= full_at)
+        return await self._full([key for key, size in sizes.items() if size >= full_at])
+
+    async def _append_known(
+        self, state: CommitState, tails: Sequence[tuple[int, str, bytes]], *, full_at: int
+    ) -> list[FullTail]:
+        """`append_tails` decided from the read state: each term's own tail, a new tail, or its group."""
+        sizes: dict[tuple[int, str], int] = {}
+        grouped: list[tuple[int, str, bytes]] = []
+        for scope_key, term, data in tails:
+            own = state.own.get((scope_key, term))
+            if own is None:
+                grouped.append((scope_key, term, data))
+            elif own.tail is None:  # only sealed chunks: a new tail of its own
+                self._writes.new_tails.append((scope_key, term, data))
+                sizes[scope_key, term] = len(data)
+            else:
+                self._writes.appended.append((scope_key, term, data))
+                sizes[scope_key, term] = own.tail + len(data)
+        for scope_key, term, data in await self._groups.append(grouped):
+            self._writes.new_tails.append((scope_key, term, data))
+            sizes[scope_key, term] = len(data)
+        await self.flush()
+        return await self._full([key for key, size in sizes.items() if size >= full_at])
+
+    async def _full(self, due: list[tuple[int, str]]) -> list[FullTail]:
+        """The whole open tails of these terms (due for sealing), with each term's last chunk number."""
         if not due:
             return []
+        due.sort()
+        cur, sql = self._cur, self._sql
         await cur.execute(
             sql(
                 'SELECT o.scope_key, o.term, o.postings, (SELECT MAX(c.chunk) FROM {index_postings} AS c'
@@ -266,6 +337,9 @@ class PostgresIndexWriter:
         )
 
     async def add_hashes(self, scope_key: int, run_key: int, hashes: Sequence[bytes]) -> None:
+        if self._state is not None:
+            self._writes.hashes.extend((scope_key, digest, run_key) for digest in hashes)
+            return
         await self._cur.execute(
             self._sql(
                 'INSERT INTO {index_hashes} (scope_key, hash, run_key)'
@@ -275,6 +349,9 @@ class PostgresIndexWriter:
         )
 
     async def clear_pending(self, conversation_id: str | None, run_id: str, upto: int) -> None:
+        if self._state is not None:
+            self._writes.clear(conversation_id or '', run_id, upto)
+            return
         await self._cur.execute(
             self._sql(
                 'DELETE FROM {pending} WHERE conversation_id = %(pending)s AND run_id = %(run)s AND upto <= %(upto)s'

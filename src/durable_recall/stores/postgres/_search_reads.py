@@ -6,14 +6,15 @@ the scope's status, the postings of its words, the status again (postings and st
 of one generation), the rows of the runs it shows, their records, and their messages. Here the
 first three (and the conversation's spans, which windows walk) are one statement, whose one
 snapshot makes the postings of the status it returns; and the runs' index rows come with their
-records in another. With the messages, a search is three statements.
+records in another. With the messages, a search is three statements. (The index's catch-up reads its runs' index rows
+with their records in one statement too.)
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from typing import LiteralString
+from collections.abc import Iterable, Sequence
+from typing import Any, LiteralString
 
 from ...base import RunRecord
 from ...index import OPEN, IndexedRunRow, PostingsRow, ScopeSpans, ScopeStatus, ScopeView, SpansWanted
@@ -22,7 +23,7 @@ from ._groups import BUCKET_SQL, DAMAGED_TAIL, bucket_of, unpack_group
 from ._index_writer import SCOPE_KEY, STORE_GENERATION, IndexDatabase
 from ._reads import RUN_COLUMNS, run_from_row
 
-__all__ = ('rows_with_records', 'scope_view', 'unpack_spans')
+__all__ = ('postings_of', 'rows_with_records', 'rows_with_records_by_id', 'scope_view', 'unpack_spans')
 
 _SPAN = '>qiB6s'
 """One packed span: run key, first, how many bytes of the head are the run's, the head padded to 6 bytes."""
@@ -102,6 +103,38 @@ _ROWS_WITH_RECORDS: LiteralString = (
     + ' FROM {index_runs} AS i LEFT JOIN {runs} AS r ON r.run_id = i.run_id WHERE i.run_key = ANY(%s::bigint[])'
 )
 
+_BY_ID: LiteralString = (
+    'SELECT i.run_key, i.run_id, i.scope_key, i.seen, i.first, i.lengths, i.seqs, i.roles, i.times, i.state,'
+    ' i.started_at, r.run_id IS NOT NULL, '
+    + ', '.join(f'r.{column.strip()}' for column in RUN_COLUMNS.split(','))
+    + ' FROM unnest(%s::text[]) AS w (run_id) LEFT JOIN {index_runs} AS i ON i.run_id = w.run_id'
+    ' LEFT JOIN {runs} AS r ON r.run_id = w.run_id'
+)
+"""Runs' index rows (when indexed) with their records (when stored), by run id: catch-up's first read."""
+
+
+def postings_of(terms: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, list[PostingsRow]]:
+    """The chunks of `terms` from rows of `(scope key, term, chunk, postings, bucket)`, by scope then chunk.
+
+    A row with no term is a group (`chunk` is then its scope's group bits): it gives the open
+    tails of the terms it holds. A group that does not unpack gives a damaged tail to each term
+    whose bucket it is (which terms it held is unknown), so that the search names the damage.
+    """
+    chunks: list[tuple[str, int, int, bytes]] = []
+    for scope_key, term, number, data, bucket in rows:
+        if term is not None:
+            chunks.append((term, scope_key, number, data))
+            continue
+        try:
+            group = unpack_group(bytes(data))
+        except ValueError:
+            group = {term: DAMAGED_TAIL for term in terms if bucket_of(term, number) == bucket}
+        chunks.extend((term, scope_key, OPEN, group[term]) for term in terms if term in group)
+    found: dict[str, list[PostingsRow]] = {}
+    for term, _, number, data in sorted(chunks, key=lambda chunk: chunk[:3]):
+        found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
+    return found
+
 
 def unpack_spans(packed: bytes) -> ScopeSpans:
     """Spans packed by `_SPANS_OF` (or `PostgresIndex.scope_spans`'s query) as columns."""
@@ -146,23 +179,7 @@ async def scope_view(
     generation = generation or ''
     moved = generation != (known if known is not None else None)
     status = ScopeStatus(generation=generation, pending=list(pending), docs=docs or 0, length=length or 0)
-    wanted = asked + knew if moved else asked
-    chunks: list[tuple[str, int, int, bytes]] = []
-    for row in rows:
-        if row[0] == 0:
-            continue
-        scope_key, term, number, data, bucket = row[6:]
-        if term is not None:
-            chunks.append((term, scope_key, number, data))
-            continue
-        try:
-            group = unpack_group(bytes(data))
-        except ValueError:
-            group = {term: DAMAGED_TAIL for term in wanted if bucket_of(term, number) == bucket}
-        chunks.extend((term, scope_key, OPEN, group[term]) for term in wanted if term in group)
-    found: dict[str, list[PostingsRow]] = {}
-    for term, _, number, data in sorted(chunks, key=lambda chunk: chunk[:3]):
-        found.setdefault(term, []).append(PostingsRow(chunk=number, postings=data))
+    found = postings_of(asked + knew if moved else asked, [row[6:] for row in rows if row[0] != 0])
     view_spans = unpack_spans(bytes(packed)) if packed is not None else None
     if view_spans is None and spans == 'yes' and not all_scopes:
         view_spans = ScopeSpans(run_keys=[], firsts=[], lengths=[])  # a scope without runs
@@ -186,6 +203,30 @@ async def rows_with_records(
     records: dict[str, RunRecord] = {}
     for row in rows:
         indexed[row[0]] = indexed_run(*row[:11])
+        if row[11]:
+            record = run_from_row(row[12:])
+            records[record.run_id] = record
+    return indexed, records
+
+
+async def rows_with_records_by_id(
+    db: IndexDatabase, run_ids: Sequence[str]
+) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]]:
+    """Index rows by run id, with the runs' records: one statement (`IndexRowsWithRecords`).
+
+    Raises:
+        CorruptRunError: A run row does not read (catch-up then reads the runs apart, naming it).
+    """
+    if not run_ids:
+        return {}, {}
+    async with db.read() as cur:
+        await cur.execute(db.sql(_BY_ID), (sorted(set(run_ids)),))
+        rows = await cur.fetchall()
+    indexed: dict[str, IndexedRunRow] = {}
+    records: dict[str, RunRecord] = {}
+    for row in rows:
+        if row[0] is not None:
+            indexed[row[1]] = indexed_run(*row[:11])
         if row[11]:
             record = run_from_row(row[12:])
             records[record.run_id] = record

@@ -1,14 +1,18 @@
-"""The shared store: PostgreSQL, for many workers on many hosts."""
+"""The shared store: PostgreSQL, for many workers on many hosts.
+
+The store's methods run runs' and messages' statements; snapshot listings (`_snapshot_reads`),
+batches of writes (`_writes`), erasure (`_erase`) and the index (`_index`) have modules of their own.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, LiteralString
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ...base import CorruptSnapshotError, PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
+from ...base import PersistBatch, RunRecord, RunRegistration, Snapshot, SnapshotDelta
 from ...index import IndexedRunRow
 from .._batch_write import encode_deltas
 from .._erasure import IdleConversation, ScrubReport
@@ -18,14 +22,8 @@ from .._protocol import ConversationSummary
 from .._run_rows import encode_metadata
 from .._snapshot_rows import (
     ReadListing,
-    SnapshotRow,
-    check_consecutive,
     decode_log,
     decode_log_bodies,
-    decode_ranges,
-    decode_snapshot,
-    decode_snapshots,
-    log_span,
 )
 from ._connect import AsyncConnectionPoolLike, PostgresConnector
 from ._erase import delete_idle as _erase_delete_idle
@@ -39,14 +37,12 @@ from ._keys import PostgresKeys
 from ._reads import (
     LIST_RUNS,
     RUN_COLUMNS,
-    SNAPSHOT_COLUMNS,
-    log_entries,
     log_owners,
     logs,
     run_from_row,
-    snapshot_from_row,
 )
-from ._search_reads import rows_with_records
+from ._search_reads import rows_with_records, rows_with_records_by_id
+from ._snapshot_reads import latest_snapshot, list_snapshots, read_listings
 from ._vectors import PostgresVectors
 from ._writes import write_batch
 
@@ -56,14 +52,6 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = ('AsyncConnectionPoolLike', 'PostgresStepStore')
-
-
-_LISTINGS: LiteralString = (
-    'SELECT s.run_id, s.idx, s.step_index, s.state, s.saved_at, s.ranges, s.size, s.checksum FROM {snapshots} AS s'
-    ' JOIN unnest(%s::text[], %s::bigint[]) AS w (wanted, seen) ON s.run_id = w.wanted AND s.idx > w.seen'
-    ' ORDER BY s.run_id, s.idx'
-)
-"""Snapshot rows of several runs, each after its own watermark (`read_listings`)."""
 
 
 class PostgresStepStore(PostgresKeys):
@@ -237,71 +225,20 @@ class PostgresStepStore(PostgresKeys):
     async def list_snapshots(
         self, run_id: str, *, include_interrupted: bool = False, after: int = -1
     ) -> list[Snapshot]:
-        return await self._list(run_id, include_interrupted, after, None)
+        return await list_snapshots(self._db, run_id, include_interrupted, after, None)
 
     async def list_snapshots_sharing(
         self, run_id: str, *, after: int, shared: MutableMapping[object, ModelMessage]
     ) -> list[Snapshot]:
         """`list_snapshots(include_interrupted=True)`, decoding through the caller's cache (see `SharingReader`)."""
-        return await self._list(run_id, True, after, shared)
-
-    async def _list(
-        self, run_id: str, include_interrupted: bool, after: int, shared: MutableMapping[object, ModelMessage] | None
-    ) -> list[Snapshot]:
-        async with self._transaction(snapshot=True) as cur:
-            await cur.execute(
-                self._sql(f'SELECT {SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s AND idx > %s ORDER BY idx'),
-                (run_id, after),
-            )
-            rows = [snapshot_from_row(run_id, row) for row in await cur.fetchall()]
-            check_consecutive(run_id, rows, after)
-            rows = [row for row in rows if row.is_shown(include_interrupted)]
-            if not rows:
-                return []
-            log = (await logs(cur, self._db, [(run_id, *log_span(rows))])).get(run_id, {})
-        return await anyio.to_thread.run_sync(lambda: decode_snapshots(rows, log, shared))
+        return await list_snapshots(self._db, run_id, True, after, shared)
 
     async def read_listings(self, after: Mapping[str, int]) -> dict[str, ReadListing]:
-        """Several runs' listings in one transaction of two round trips (see `SharingReader.read_listings`)."""
-        runs = list(after)
-        if not runs:
-            return {}
-        out: dict[str, ReadListing] = {}
-        shown: dict[str, list[SnapshotRow]] = {}
-        async with self._transaction(snapshot=True) as cur:
-            await cur.execute(self._sql(_LISTINGS), (runs, [after[run_id] for run_id in runs]))
-            found: dict[str, list[SnapshotRow]] = {run_id: [] for run_id in runs}
-            for run_id, *row in await cur.fetchall():
-                found[run_id].append(snapshot_from_row(run_id, tuple(row)))
-            for run_id, rows in found.items():
-                try:
-                    check_consecutive(run_id, rows, after[run_id])
-                except CorruptSnapshotError as error:
-                    out[run_id] = ReadListing((), {}, error)
-                    continue
-                shown[run_id] = [row for row in rows if row.is_shown(True)]
-            spans = [(run_id, *log_span(rows)) for run_id, rows in shown.items() if rows]
-            log = await logs(cur, self._db, spans) if spans else {}
-        for run_id, rows in shown.items():
-            out[run_id] = ReadListing(rows, log.get(run_id, {}) if rows else {})
-        return out
+        """Several runs' listings in one transaction of two statements (see `SharingReader.read_listings`)."""
+        return await read_listings(self._db, after)
 
     async def latest_snapshot(self, run_id: str, *, include_interrupted: bool = False) -> Snapshot | None:
-        # A row of unknown state is not filtered out: it is returned, and raises when decoded.
-        query: LiteralString = (
-            f'SELECT {SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s ORDER BY idx DESC LIMIT 1'
-            if include_interrupted
-            else f'SELECT {SNAPSHOT_COLUMNS} FROM {{snapshots}} WHERE run_id = %s'
-            " AND state <> 'interrupted' ORDER BY idx DESC LIMIT 1"
-        )
-        async with self._transaction(snapshot=True) as cur:
-            await cur.execute(self._sql(query), (run_id,))
-            found = await cur.fetchone()
-            if found is None:
-                return None
-            row = snapshot_from_row(run_id, found)
-            log = await log_entries(cur, self._db, run_id, decode_ranges(run_id, row.index, row.ranges))
-        return await anyio.to_thread.run_sync(decode_snapshot, row, log)
+        return await latest_snapshot(self._db, run_id, include_interrupted)
 
     async def delete_conversation(self, conversation_id: str) -> int:
         async with self._transaction() as cur:
@@ -390,6 +327,12 @@ class PostgresStepStore(PostgresKeys):
     ) -> tuple[dict[int, IndexedRunRow], dict[str, RunRecord]]:
         """Index rows by run key with their runs' records, in one statement (`search.RowsWithRecords`)."""
         return await rows_with_records(self._db, run_keys)
+
+    async def index_rows_with_records(
+        self, run_ids: Sequence[str]
+    ) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]]:
+        """Runs' index rows by run id with their records, in one statement (`index.IndexRowsWithRecords`)."""
+        return await rows_with_records_by_id(self._db, run_ids)
 
     def vector_storage(self) -> PostgresVectors:
         """Message vectors for hybrid ranking, in `{vectors}` beside the index."""

@@ -320,6 +320,18 @@ class SqliteStepStore(SqliteKeys):
         with _text_of_runs([]):
             return await self._db.lookup_read(lambda conn: rows_with_records(conn, run_keys), decode_rows_with_records)
 
+    async def index_rows_with_records(
+        self, run_ids: Sequence[str]
+    ) -> tuple[dict[str, IndexedRunRow], dict[str, RunRecord]]:
+        """Runs' index rows by run id with their records, in one point read (`index.IndexRowsWithRecords`)."""
+        if not run_ids:
+            return {}, {}
+        with _text_of_runs([]):
+            rows, records = await self._db.lookup_read(
+                lambda conn: rows_with_records(conn, run_ids, by='run_id'), decode_rows_with_records
+            )
+        return {row.run_id: row for row in rows.values()}, records
+
     def vector_storage(self) -> SqliteVectors:
         """Message vectors for hybrid ranking, in `dr_vectors` of the same file."""
         return self._vectors
