@@ -12,7 +12,8 @@ lost worker costs. Prints, per run: throughput (turns per second), each activity
 (model request, write, search), the statements per search and per write, the time writes spent
 indexing (`StepPersistence(index_on_save=True)`; `False` without searches, where nothing reads
 the index), the pool's waits, and whether every search
-found its token. Then the ratio of the two throughputs.
+found its token, and whether every turn is stored once and in order (and `durable-recall check`
+passes). Then the ratio of the two throughputs.
 
 Targets: search p50 <= 150 ms and p95 <= 600 ms, and throughput with searches >= 0.8 of without.
 """
@@ -38,6 +39,7 @@ from typing import Any
 import psycopg
 
 from benchmarks._measure import ROOT, percentile
+from benchmarks._soak_verify import verify_soak
 
 __all__ = ('main',)
 
@@ -56,6 +58,7 @@ class Soak:
     activities: dict[str, list[dict[str, Any]]] = field(default_factory=dict[str, list[dict[str, Any]]])
     pools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     killed: bool = False
+    problems: list[str] = field(default_factory=list[str])
 
     @property
     def throughput(self) -> float:
@@ -69,6 +72,7 @@ class Soak:
             'throughput_turns_per_s': round(self.throughput, 3),
             'searches_found_token': f'{self.found}/{self.searches_expected}',
             'worker_killed': self.killed,
+            'problems': self.problems,
         }
         for kind, lines in self.activities.items():
             done = [line for line in lines if line['ok']]
@@ -153,10 +157,11 @@ async def _run(args: argparse.Namespace, client: Any, target: str, search: bool,
     await _ready([ready for _, ready in spawned], processes)
     soak = Soak(search=search, searches_expected=args.conversations * max(args.turns - 2, 0) if search else 0)
     start = time.perf_counter()
+    conversation_ids = [f'c{n}-{uuid.uuid4().hex[:6]}' for n in range(args.conversations)]
     handles = [
         await client.start_workflow(
             'SoakConversation',
-            args=[f'c{n}-{uuid.uuid4().hex[:6]}', args.turns],
+            args=[conversation_ids[n], args.turns],
             id=f'{schema}-{n}',
             task_queue=queue,
             execution_timeout=datetime.timedelta(minutes=30),
@@ -194,6 +199,7 @@ async def _run(args: argparse.Namespace, client: Any, target: str, search: bool,
         for kind, marker in _KINDS:
             if marker in line['type']:
                 soak.activities.setdefault(kind, []).append(line)
+    soak.problems = await verify_soak(args.postgres, schema, conversation_ids, args.turns)
     async with await psycopg.AsyncConnection.connect(args.postgres, autocommit=True) as conn:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # pyright: ignore[reportArgumentType]
     return soak
@@ -220,6 +226,10 @@ def _print(soak: Soak) -> None:
                 f' p50 {f["p50_ms"]:>7} ms  p95 {f["p95_ms"]:>7} ms'
                 f'  statements p50 {f["statements_p50"]:g} max {f["statements_max"]:g}{extra}'
             )
+    problems = figures['problems']
+    print(f'   stored: every turn once and in order, check passed: {not problems}')
+    for problem in problems:
+        print(f'     {problem}')
     pool = figures['pool']
     print(
         f'   pool: {pool["requests"]} borrows, {pool["waited"]} waited, {pool["wait_ms"]} ms waiting'
