@@ -107,7 +107,7 @@ async def test_hostile_queries_get_answers(query: str) -> None:
 class _NoVectors(InMemoryStepStore):
     """A step store keeping no vectors (as a store of your own may)."""
 
-    vector_storage = None  # pyright: ignore[reportAssignmentType, reportIncompatibleMethodOverride]
+    vector_storage = None  # pyright: ignore[reportAssignmentType]
 
 
 async def test_update_index_refuses_an_embedder_with_bm25() -> None:
@@ -129,4 +129,4 @@ def test_step_persistence_embeds_only_where_it_indexes() -> None:
         StepPersistence(store=InMemoryStepStore(), embedder=embedder(), index_on_save=False)
     with pytest.raises(TypeError, match='embedder must be a pydantic_ai.embeddings.Embedder'):
         StepPersistence(store=InMemoryStepStore(), embedder=ConceptEmbeddingModel())  # pyright: ignore[reportArgumentType]
-    assert not StepPersistence(store=InMemoryStepStore(), ranking='bm25')._embeds  # pyright: ignore[reportPrivateUsage]
+    assert not StepPersistence(store=InMemoryStepStore(), ranking='bm25')._embeds
