@@ -55,8 +55,9 @@ BATCH = 64
 MAX_TEXT_CHARS = 4000
 """What of a message, or of a query, is embedded: small models read a few hundred tokens, APIs bill for all of it."""
 
-RUNS_PER_UPDATE = 64
-"""Runs whose texts `embed_runs` reads and embeds together: bounds what it holds in memory."""
+UPDATE_MESSAGES = 8 * BATCH
+"""Messages whose runs `embed_runs` reads and embeds together: full batches (a chat's runs hold two
+messages each), and a bound on what it holds in memory (an agent's runs hold hundreds)."""
 
 _PROBE = 'durable-recall'
 """The query `identity` embeds to learn a model's name and dimensions."""
@@ -160,8 +161,16 @@ class SemanticIndex:
         """
         before = self.embedded
         model, dim = await identity(self._embedder)
-        for start in range(0, len(rows), RUNS_PER_UPDATE):
-            await self._current_rows(model, dim, rows[start : start + RUNS_PER_UPDATE])
+        chunk: list[IndexedRunRow] = []
+        size = 0
+        for row in rows:
+            chunk.append(row)
+            size += _own_positions(row)
+            if size >= UPDATE_MESSAGES:
+                await self._current_rows(model, dim, chunk)
+                chunk, size = [], 0
+        if chunk:
+            await self._current_rows(model, dim, chunk)
         return self.embedded - before
 
     async def _current_rows(self, model: str, dim: int, rows: Sequence[IndexedRunRow]) -> dict[str, VectorRow]:
@@ -271,6 +280,13 @@ def _current(held: VectorRow, row: IndexedRunRow, dim: int) -> bool:
     except DAMAGE:
         return False
     return held.seen == row.seen and held.dim == dim and held.well_formed() and held.count == size - row.first
+
+
+def _own_positions(row: IndexedRunRow) -> int:
+    try:
+        return max(array_length(row.lengths) - row.first, 1)
+    except DAMAGE:
+        return 1
 
 
 def _hash(text: str) -> bytes:
