@@ -113,3 +113,14 @@ async def test_deleting_a_conversation_deletes_the_vectors_update_index_stored(k
     assert len(await vector_rows(kit)) == 3
     assert await kit.store.delete_conversation('c1') == 2
     assert len(await vector_rows(kit)) == 1
+
+
+async def test_a_long_history_is_embedded_a_few_runs_at_a_time(kit: StoreKit, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr('durable_recall.search._semantic.UPDATE_MESSAGES', 3)  # two runs a read, not six
+    await chat(kit.store, EXCHANGES, index=False)
+    indexing = ConceptEmbeddingModel()
+    await update_index(kit.store, 'c1', embedder=embedder(indexing))
+    assert sorted(indexing.documents) == ALL_TEXTS
+    searching = ConceptEmbeddingModel()
+    await hybrid(kit.store, searching).search(context(), request('holiday'))
+    assert searching.documents == []
