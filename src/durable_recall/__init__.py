@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     from .compaction import SlidingWindowCompaction, ToolResultClearing
     from .conversations import ConversationStoreSource, PostgresConversationStore, SqliteConversationStore
     from .history import HistorySource
-    from .index import update_index
     from .persistence import StepPersistence
-    from .search import ConversationSearch, SnapshotHistorySource
+    from .search import ConversationSearch, SnapshotHistorySource, update_index
     from .stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore, open_store
 
 __all__ = (
@@ -61,9 +60,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     'compaction': ('SlidingWindowCompaction', 'ToolResultClearing'),
     'conversations': ('ConversationStoreSource', 'PostgresConversationStore', 'SqliteConversationStore'),
     'history': ('HistorySource',),
-    'index': ('update_index',),
     'persistence': ('StepPersistence',),
-    'search': ('ConversationSearch', 'SnapshotHistorySource'),
+    'search': ('ConversationSearch', 'SnapshotHistorySource', 'update_index'),
     'stores': ('InMemoryStepStore', 'PostgresStepStore', 'SqliteStepStore', 'StepStore', 'open_store'),
 }
 """Each public name under the layer that defines it (`tests/test_exports.py` checks it against `__all__`)."""
@@ -95,7 +93,7 @@ _MOVED: dict[str, str] = {
 }
 """Names this package exported before 0.2.0, each with its module now: they still resolve, with a warning."""
 
-_LAYERS = frozenset({*_EXPORTS, 'text', 'errors'})
+_LAYERS = frozenset({*_EXPORTS, 'index', 'text', 'errors'})
 """The modules an eager import of this package used to load (and `errors`), so `durable_recall.search` resolves."""
 
 

@@ -125,3 +125,57 @@ async def test_hybrid_search_embeds_in_its_step_and_recovery_embeds_nothing(
     assert len(HYBRID_MODEL.documents) == embedded
     assert await row_counts(HYBRID_STORE, conversation_id) == counts
     assert await dbos_step_names(workflow_id) == steps
+
+
+SAVED_STORE = sqlite_store('search-dbos-hybrid-saved')
+SAVING = ConceptEmbeddingModel('concepts-dbos-saved')
+SEARCHING = ConceptEmbeddingModel('concepts-dbos-saved')
+"""The same model on both sides, as two processes' embedders of it: the search reads what the saves stored."""
+
+EMBEDDING_SAVES = Agent(
+    recall_model(),
+    name='recall_dbos_hybrid_saved',
+    capabilities=[
+        StepPersistence(store=SAVED_STORE, embedder=Embedder(SAVING)),
+        ConversationSearch(
+            SnapshotHistorySource(SAVED_STORE), scope='conversation', ranking='hybrid', embedder=Embedder(SEARCHING)
+        ),
+        SlidingWindowCompaction(max_messages=6),
+        DBOSDurability(),
+    ],
+)
+
+
+@DBOS.workflow(name='durable_recall_tests.dbos_recall_hybrid_saved')
+async def dbos_recall_hybrid_saved(conversation_id: str) -> list[str]:
+    return await converse(EMBEDDING_SAVES, conversation_id)
+
+
+@needs_numpy
+async def test_saves_embed_in_their_step_and_recovery_embeds_nothing(dbos: DBOS, dbos_system_db: DBOSSystemDB) -> None:
+    for model in (SAVING, SEARCHING):
+        model.documents.clear()
+        model.queries.clear()
+    workflow_id = f'recall-hybrid-saved-{dbos_system_db.kind}-{uuid.uuid4()}'
+    conversation_id = f'conv-{uuid.uuid4()}'
+    with SetWorkflowID(workflow_id):
+        outputs = await dbos_recall_hybrid_saved(conversation_id)
+    answer = quoted_search(outputs)
+    assert DETAIL in answer
+    embedded = len(SAVING.documents)
+    assert embedded > 0 and set(SAVING.queries) <= {'durable-recall'}  # the model's name, learnt once a process
+    assert SEARCHING.documents == [] and SEARCHING.queries == ['ledger export ZEBRA']
+    with closing(sqlite3.connect(STORE_DIR / 'search-dbos-hybrid-saved.db')) as conn:
+        (rows,) = conn.execute(
+            "SELECT COUNT(*) FROM dr_vectors WHERE model = 'test:concepts-dbos-saved:6'"
+            ' AND run_id IN (SELECT run_id FROM dr_runs WHERE conversation_id = ?)',
+            (conversation_id,),
+        ).fetchone()
+    assert rows == 7
+    steps = await dbos_step_names(workflow_id)
+
+    again = await reexecute_workflow(workflow_id)
+    assert isinstance(again, list) and quoted_search(again) == answer
+    assert len(SAVING.documents) == embedded, 'recovery must reuse the recorded save steps, not embed again'
+    assert SEARCHING.documents == [] and SEARCHING.queries == ['ledger export ZEBRA']
+    assert await dbos_step_names(workflow_id) == steps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic_ai.embeddings import Embedder
 
-from durable_recall import ConversationSearch, SnapshotHistorySource
+from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, update_index
 from durable_recall.stores import InMemoryStepStore
 
 from ..search._stub import context, request
@@ -102,3 +102,31 @@ async def test_hostile_queries_get_answers(query: str) -> None:
     assert len(answer.encode()) <= 4096
     assert isinstance(await tool.search(context(None), request(query)), str)
     assert isinstance(await tool.search(context('nobody'), request(query)), str)
+
+
+class _NoVectors(InMemoryStepStore):
+    """A step store keeping no vectors (as a store of your own may)."""
+
+    vector_storage = None  # pyright: ignore[reportAssignmentType]
+
+
+async def test_update_index_refuses_an_embedder_with_bm25() -> None:
+    with pytest.raises(ValueError, match=r"embedder=.* is only used with ranking='hybrid'"):
+        await update_index(InMemoryStepStore(), ranking='bm25', embedder=embedder())
+
+
+@needs_numpy
+async def test_index_time_embedding_needs_a_store_that_keeps_vectors() -> None:
+    with pytest.raises(ValueError, match=r"update_index with ranking='hybrid' .* _NoVectors has none"):
+        await update_index(_NoVectors(), embedder=embedder())
+    with pytest.raises(ValueError, match=r"StepPersistence with ranking='hybrid' .* _NoVectors has none"):
+        StepPersistence(store=_NoVectors(), embedder=embedder())
+
+
+@needs_numpy
+def test_step_persistence_embeds_only_where_it_indexes() -> None:
+    with pytest.raises(ValueError, match="ranking='hybrid' embeds what each save indexes, and index_on_save=False"):
+        StepPersistence(store=InMemoryStepStore(), embedder=embedder(), index_on_save=False)
+    with pytest.raises(TypeError, match='embedder must be a pydantic_ai.embeddings.Embedder'):
+        StepPersistence(store=InMemoryStepStore(), embedder=ConceptEmbeddingModel())  # pyright: ignore[reportArgumentType]
+    assert not StepPersistence(store=InMemoryStepStore(), ranking='bm25')._embeds

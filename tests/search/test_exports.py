@@ -18,7 +18,10 @@ def test_all_is_pinned() -> None:
         'SearchRequest',
         'SearchScope',
         'SnapshotHistorySource',
+        'check_embedding',
+        'embed_indexed',
         'tool_description',
+        'update_index',
     ]
 
 

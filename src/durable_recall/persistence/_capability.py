@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
 from pydantic_ai.capabilities.durable_operation import durable_operation
@@ -14,7 +14,9 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 
+from .._vocabulary import Ranking
 from ..base import MAX_RUN_ID_LENGTH, PersistBatch, RunRegistration, SnapshotDelta, dump_messages
+from ..search import check_embedding
 from ..stores import BatchSaver, StepStore, open_spec_store
 from ..text import SEARCH_TOOL_NAME
 from ._delta import diff_history, is_identity
@@ -22,6 +24,9 @@ from ._guard import refuse_workflow_code
 from ._index_on_save import index_saved
 from ._replayed import check_replayed
 from ._settled import snapshot_state
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder
 
 __all__ = ('SPEC_NAME', 'StepPersistence')
 
@@ -72,6 +77,13 @@ class StepPersistence(AbstractCapability[Any]):
             they commit, so that a search finds the index current instead of catching it up
             inside the activity or step a turn waits on (see docs/scale-out.md). `False` leaves
             it to the next search, or to `update_index`.
+        ranking: `'hybrid'` to embed the messages each save indexes as well (the default when
+            `embedder` is given), in the same operation, so that a hybrid search finds their
+            vectors and embeds only its query; `None` or `'bm25'`: the BM25 index alone.
+        embedder: The `Embedder` the hybrid searches use (vectors are stored under its model's
+            name, and a search with another model never reads them); `None` with
+            `ranking='hybrid'`: the local default of `durable-recall[semantic]`, loaded by the
+            first save that embeds, never in workflow code.
     """
 
     store: StepStore
@@ -84,6 +96,8 @@ class StepPersistence(AbstractCapability[Any]):
     flush_before_tools: frozenset[str] = frozenset({SEARCH_TOOL_NAME})
     index_on_save: bool = True
     _: KW_ONLY
+    ranking: Ranking | None = None
+    embedder: Embedder | None = None
     id: str | None = 'step_persistence'
 
     _store_run_id: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -96,6 +110,7 @@ class StepPersistence(AbstractCapability[Any]):
     _pending_bytes: int = field(default=0, init=False, repr=False, compare=False)
     _core_run_id: str | None = field(default=None, init=False, repr=False, compare=False)
     _recent: _RecentRuns = field(default_factory=lambda: _RecentRuns(), init=False, repr=False, compare=False)
+    _embeds: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, StepStore):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -115,6 +130,12 @@ class StepPersistence(AbstractCapability[Any]):
         if not isinstance(self.index_on_save, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f'StepPersistence index_on_save must be True or False, got {self.index_on_save!r}')
         self.flush_before_tools = frozenset(self.flush_before_tools)
+        self._embeds = check_embedding(self.ranking, self.embedder, self.store, 'StepPersistence')
+        if self._embeds and not self.index_on_save:
+            raise ValueError(
+                "StepPersistence ranking='hybrid' embeds what each save indexes, and index_on_save=False "
+                'indexes nothing at save: leave index_on_save on, or embed with update_index(..., embedder=...).'
+            )
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -282,7 +303,7 @@ class StepPersistence(AbstractCapability[Any]):
             await check_replayed(self.store, ignored)
         if self.index_on_save and batch.deltas:
             # Sent again (a retry), the deltas may be saved but not indexed: each run says which.
-            await index_saved(store, batch.deltas)
+            await index_saved(store, batch.deltas, embed=self._embeds, embedder=self.embedder)
         return sum(taken)
 
 

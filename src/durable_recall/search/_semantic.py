@@ -1,11 +1,18 @@
 """The similarity side of hybrid ranking: the scope's message vectors, kept current, and a query's scores.
 
-Vectors are computed here, inside the search (so inside the Temporal activity or DBOS step that
-runs it, never in workflow code): the first hybrid search of a scope embeds what is indexed and
-has no vector under the embedder's model yet (a history indexed before hybrid was turned on is
-backfilled the same way), in batches, and stores them (`VectorStorage`: the step store's
-`dr_vectors`, or this process's memory for other sources). A later search embeds only runs whose
-index row moved on, and of those only the positions whose text changed.
+Vectors are computed here, inside a durable operation, never in workflow code: at index time
+(`embed_runs`: `update_index` with an embedder, and the index step of a `StepPersistence` save
+that asks for hybrid ranking, inside its Temporal activity or DBOS step), or else by the search
+that needs them (inside its activity or step): what is indexed and has no vector under the
+embedder's model yet (a history indexed before hybrid was turned on is backfilled the same way)
+is embedded in batches and stored (`VectorStorage`: the step store's `dr_vectors`, or this
+process's memory for other sources). Only runs whose index row moved on are embedded again, and
+of those only the positions whose text changed.
+
+Vectors are keyed by the model's identity as the embedder reports it (provider, model name,
+dimensions: `model_key`), the key a search computes from its query's embedding; index time learns
+it from one probe query per process and embedder (`identity`), so a search with the same embedder
+finds the vectors and embeds only its query, and another model never reads them.
 
 What a process keeps between searches is tagged with the scope's index generation, as the
 ranker's postings are: a warm search embeds the query, and scores it against a matrix it already
@@ -38,9 +45,9 @@ from ._reads import Reader, summary_positions
 from ._request import search_text
 
 if TYPE_CHECKING:
-    from pydantic_ai.embeddings import Embedder
+    from pydantic_ai.embeddings import Embedder, EmbeddingResult
 
-__all__ = ('BATCH', 'MAX_TEXT_CHARS', 'SemanticIndex')
+__all__ = ('BATCH', 'MAX_TEXT_CHARS', 'SemanticIndex', 'identity', 'model_key')
 
 BATCH = 64
 """Messages embedded per embedder call."""
@@ -48,7 +55,47 @@ BATCH = 64
 MAX_TEXT_CHARS = 4000
 """What of a message, or of a query, is embedded: small models read a few hundred tokens, APIs bill for all of it."""
 
+UPDATE_MESSAGES = 8 * BATCH
+"""Messages whose runs `embed_runs` reads and embeds together: full batches (a chat's runs hold two
+messages each), and a bound on what it holds in memory (an agent's runs hold hundreds)."""
+
+_PROBE = 'durable-recall'
+"""The query `identity` embeds to learn a model's name and dimensions."""
+
+_MAX_IDENTITIES = 64
+
 _ALL = object()
+
+_identities: dict[int, tuple[Embedder, str, int]] = {}
+"""Per embedder object (by id, the object held so the id stays its own): its model key and dimensions."""
+
+
+def model_key(result: EmbeddingResult, dim: int) -> str:
+    """The key vectors are stored under: provider, model name and dimensions, as the embedder reports them."""
+    return f'{result.provider_name}:{result.model_name}:{dim}'
+
+
+def _remember(embedder: Embedder, model: str, dim: int) -> None:
+    _identities.pop(id(embedder), None)
+    _identities[id(embedder)] = (embedder, model, dim)
+    while len(_identities) > _MAX_IDENTITIES:
+        del _identities[next(iter(_identities))]
+
+
+async def identity(embedder: Embedder) -> tuple[str, int]:
+    """The model key and dimensions of an embedder's vectors: what a search of it would compute.
+
+    Known once this process has embedded a query with it; otherwise learnt from one probe query
+    (a few milliseconds for the local default; one short request for an API).
+    """
+    known = _identities.get(id(embedder))
+    if known is not None and known[0] is embedder:
+        return known[1], known[2]
+    found = await embedder.embed_query(_PROBE)
+    dim = len(found.embeddings[0])
+    model = model_key(found, dim)
+    _remember(embedder, model, dim)
+    return model, dim
 
 
 @dataclass
@@ -83,7 +130,8 @@ class SemanticIndex:
         # What BM25 reads of it (`search_text`: 4 KiB, never a lone surrogate), cut as an indexed text is.
         found = await self._embedder.embed_query(search_text(query)[:MAX_TEXT_CHARS])
         probe = np.asarray(found.embeddings[0], dtype=np.float32)
-        model = f'{found.provider_name}:{found.model_name}:{probe.shape[0]}'
+        model = model_key(found, probe.shape[0])
+        _remember(self._embedder, model, probe.shape[0])
         matrix = await self._matrix(model, probe.shape[0], conversation_id, all_scopes=all_scopes)
         if not matrix.keys:
             return {}
@@ -105,9 +153,28 @@ class SemanticIndex:
             self._scopes.popitem(last=False)
         return cached
 
-    async def _build(self, model: str, dim: int, rows: Sequence[IndexedRunRow], generation: str) -> _Matrix:
-        import numpy as np
+    async def embed_runs(self, rows: Sequence[IndexedRunRow]) -> int:
+        """Embed and store what these runs' index rows hold and their vectors lack (index time).
 
+        Returns:
+            The messages embedded (the probe query aside).
+        """
+        before = self.embedded
+        model, dim = await identity(self._embedder)
+        chunk: list[IndexedRunRow] = []
+        size = 0
+        for row in rows:
+            chunk.append(row)
+            size += _own_positions(row)
+            if size >= UPDATE_MESSAGES:
+                await self._current_rows(model, dim, chunk)
+                chunk, size = [], 0
+        if chunk:
+            await self._current_rows(model, dim, chunk)
+        return self.embedded - before
+
+    async def _current_rows(self, model: str, dim: int, rows: Sequence[IndexedRunRow]) -> dict[str, VectorRow]:
+        """These runs' vector rows, current: read, and what is missing or behind embedded and stored."""
         stored = await self._vectors.load_vectors(model, [row.run_id for row in rows])
         current: dict[str, VectorRow] = {}
         stale: list[IndexedRunRow] = []
@@ -119,6 +186,12 @@ class SemanticIndex:
                 stale.append(row)
         if stale:
             current.update(await self._catch_up(model, dim, stale, stored))
+        return current
+
+    async def _build(self, model: str, dim: int, rows: Sequence[IndexedRunRow], generation: str) -> _Matrix:
+        import numpy as np
+
+        current = await self._current_rows(model, dim, rows)
         keys: list[int] = []
         blocks: list[Any] = []
         for row in rows:
@@ -207,6 +280,13 @@ def _current(held: VectorRow, row: IndexedRunRow, dim: int) -> bool:
     except DAMAGE:
         return False
     return held.seen == row.seen and held.dim == dim and held.well_formed() and held.count == size - row.first
+
+
+def _own_positions(row: IndexedRunRow) -> int:
+    try:
+        return max(array_length(row.lengths) - row.first, 1)
+    except DAMAGE:
+        return 1
 
 
 def _hash(text: str) -> bytes:

@@ -12,7 +12,8 @@ pydantic-ai holds a few hundred thousand objects the collector has not yet count
 so the first full collection is due soon after, triggered by whatever allocates next: that was
 a fresh process's first search (a 40 to 60 ms stall inside a 50 ms search of a chat on Postgres).
 Collected at startup, the next full collection waits until a quarter as many objects again have
-survived, long after a first search.
+survived, long after a first search. The collector is paused during the sample's work, so
+that the collection it may be due for falls into that one and is not run twice.
 """
 
 from __future__ import annotations
@@ -41,6 +42,17 @@ __all__ = ('warm_up',)
 @cache
 def warm_up() -> None:
     """Load the analyzer's stemmer, and decode and render a sample of each common message part (once a process)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _sample()
+    finally:
+        if enabled:
+            gc.enable()
+    gc.collect()
+
+
+def _sample() -> None:
     terms = query_terms('warming the analyzer up')
     at = datetime(2026, 1, 1, tzinfo=UTC)
     sample = [
@@ -70,4 +82,3 @@ def warm_up() -> None:
         prepared = prepare_stored(body)
         if prepared is not None:
             stored_lines(prepared, terms, skip_tools=DEFAULT_SKIP_TOOLS)
-    gc.collect()
