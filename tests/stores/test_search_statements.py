@@ -179,9 +179,9 @@ async def test_indexing_a_write_costs_eight_statements_and_one_transaction(
     per_write: list[list[str]] = []
     real = _capability.index_saved
 
-    async def index_saved(store: StepStore, deltas: Any) -> None:
+    async def index_saved(store: StepStore, deltas: Any, **options: Any) -> None:
         start = len(counter.statements)
-        await real(store, deltas)
+        await real(store, deltas, **options)
         per_write.append(counter.statements[start:])
 
     monkeypatch.setattr(_capability, 'index_saved', index_saved)
