@@ -34,10 +34,11 @@ if TYPE_CHECKING:
     from .history import HistorySource
     from .index import update_index
     from .persistence import StepPersistence
-    from .search import ConversationSearch, SnapshotHistorySource
+    from .search import AutoRecall, ConversationSearch, SnapshotHistorySource
     from .stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore, open_store
 
 __all__ = (
+    'AutoRecall',
     'ConversationSearch',
     'ConversationStoreSource',
     'DurableRecallError',
@@ -63,7 +64,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     'history': ('HistorySource',),
     'index': ('update_index',),
     'persistence': ('StepPersistence',),
-    'search': ('ConversationSearch', 'SnapshotHistorySource'),
+    'search': ('AutoRecall', 'ConversationSearch', 'SnapshotHistorySource'),
     'stores': ('InMemoryStepStore', 'PostgresStepStore', 'SqliteStepStore', 'StepStore', 'open_store'),
 }
 """Each public name under the layer that defines it (`tests/test_exports.py` checks it against `__all__`)."""

@@ -18,7 +18,7 @@ from ._stub import T0, StubSource, context, reply, request, user
 
 pytestmark = pytest.mark.anyio
 
-DATE = re.compile(r'^\[score: [0-9.]+ \| \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC \| run: ')
+DATE = re.compile(r'^\[score: [0-9.]+ \| run: \S+ \| \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\]$')
 
 
 def chat(
@@ -51,8 +51,8 @@ class TestDates:
         headers = [line for line in answer.splitlines() if line.startswith('[score:')]
         assert len(headers) == 4  # Lisbon twice (the prompt and the reply), food, work
         assert all(DATE.match(header) for header in headers)
-        assert any('| 2026-01-02 09:25 UTC | run: r1 |' in header for header in headers)
-        assert any('| 2026-01-04 09:25 UTC | run: r3 |' in header for header in headers)
+        assert any('| run: r1 | 2026-01-02 09:25 UTC]' in header for header in headers)
+        assert any('| run: r3 | 2026-01-04 09:25 UTC]' in header for header in headers)
 
 
 class TestContextAcrossRuns:
@@ -63,12 +63,14 @@ class TestContextAcrossRuns:
             context(), request('visit')
         )
         assert answer.splitlines()[2:] == [
-            '[score: 1.5 | 2026-01-02 09:25 UTC | run: r1 | conversation: c1]',
-            '  (run: r0 | 2026-01-01 09:25 UTC)',
+            # One header (the first line's run and time); a run or a time only where it changes.
+            '[score: 1.5 | run: r0 | 2026-01-01 09:25 UTC]',
             ' [0] User: we planned the trip',
+            '  (09:26)',
             ' [1] Assistant: sounds good',
             '  (run: r1 | 2026-01-02 09:25 UTC)',
             '>[2] User: I visited Lisbon with my sister',
+            '  (09:26)',
             ' [3] Assistant: how was Lisbon?',
             '  (run: r2 | 2026-01-03 09:25 UTC)',
             ' [4] User: the food was great',

@@ -40,6 +40,7 @@ from ._fusion import fuse
 from ._hits import Candidate, Doc, Hit, Line
 from ._prefetch import Prefetch, caught_up_view, read_rows
 from ._reads import Reader
+from ._run_ids import by_short_id
 from ._scope_cache import CachedRun, CachedScope
 from ._selection import best_keys, filtered
 from ._terms import read_postings
@@ -361,9 +362,12 @@ class Ranker:
         """A run of the scope by id (`None` for a run outside it, unknown, unreadable or never indexed)."""
         row = (await self._corpus.storage.load_runs([run_id])).get(run_id)
         if row is None:
+            rows = await self._corpus.storage.scope_runs(conversation_id, all_scopes=conversation_id is None)
+            row = by_short_id(rows, run_id)
+        if row is None:
             return None
         run = CachedRun(row, size_of(self._reader.unreadable, row))
-        run.record = (await self._reader.records([run_id])).get(run_id)
+        run.record = (await self._reader.records([row.run_id])).get(row.run_id)
         if run.record is None or (conversation_id is not None and run.record.conversation_id != conversation_id):
             return None
         scope.runs[row.run_key] = run
