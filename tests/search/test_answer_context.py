@@ -63,17 +63,36 @@ class TestContextAcrossRuns:
             context(), request('visit')
         )
         assert answer.splitlines()[2:] == [
-            # One header (the first line's run and time); a run or a time only where it changes.
+            # One header (the first line's run and time); a run where it changes, a time after a
+            # gap of 10 minutes or more (a reply a minute after its prompt shows none).
             '[score: 1.5 | run: r0 | 2026-01-01 09:25 UTC]',
             ' [0] User: we planned the trip',
-            '  (09:26)',
             ' [1] Assistant: sounds good',
             '  (run: r1 | 2026-01-02 09:25 UTC)',
             '>[2] User: I visited Lisbon with my sister',
-            '  (09:26)',
             ' [3] Assistant: how was Lisbon?',
             '  (run: r2 | 2026-01-03 09:25 UTC)',
             ' [4] User: the food was great',
+        ]
+
+    async def test_a_time_shows_again_after_a_gap_of_ten_minutes(self) -> None:
+        source = StubSource()
+        at = T0 + timedelta(hours=9)
+        first = [user('the kettle broke', at), reply('buy a kettle', at + timedelta(minutes=9))]
+        later = [*first, user('kettle ordered', at + timedelta(minutes=19)), reply('good', at + timedelta(minutes=20))]
+        source.add('r0', first, conversation_id='c1')
+        source.add('r1', later, conversation_id='c1')
+        answer = await ConversationSearch(source, scope='conversation', context_lines=3).search(
+            context(), request('kettle')
+        )
+        # 9 minutes after the line before: no time; 10 minutes after: its time (same date: no date).
+        assert answer.splitlines()[2:] == [
+            '[score: 0.4 | run: r0 | 2026-01-01 09:00 UTC]',
+            ' [0] User: the kettle broke',
+            ' [1] Assistant: buy a kettle',
+            '  (run: r1 | 09:19)',
+            '>[2] User: kettle ordered',
+            ' [3] Assistant: good',
         ]
 
     async def test_a_run_id_search_stays_in_its_run(self) -> None:

@@ -164,8 +164,8 @@ def render_block(
 
     The header names the run and the time of the block's first line, and, with `conversation`
     (a store-wide search), its conversation. A line of another run opens with `(run: <id>)`, and a
-    line said at another minute than the line before it with its time (the date only when that
-    changed too), so that positions (numbered within their run) and times stay unambiguous at
+    line said 10 minutes or more after the line before it, or on another date, with its time
+    (`change_line`), so that positions (numbered within their run) and times stay unambiguous at
     the cost of a few bytes where they change, not on every line. Run ids are shortened
     (`short_ids`); a search's `run_id` accepts them as they are shown.
     """
@@ -191,14 +191,27 @@ def block_header(block: Block, names: Mapping[int, str], *, conversation: bool) 
     return f'[score: {block.hits[0].score:.1f} | {label} | {said_at(first.time)}]'
 
 
+TIME_GAP = 600.0
+"""Seconds between two lines of a block from which the later one shows its time again."""
+
+
 def change_line(previous: Line, line: Line, names: Mapping[int, str]) -> str:
-    """What changed from the line before (`''`: nothing): its run, its time (the date too when that changed)."""
+    """What changed from the line before (`''`: nothing): its run; its time after a gap (the date when it changed).
+
+    A time is shown again where the date changed or `TIME_GAP` (10 minutes) or more passed since
+    the line before: that is where a conversation resumed, and what "yesterday" in the text is
+    resolved against. Within one sitting the header's time stands; minute-by-minute times would
+    spend bytes on every exchange and make an answer's size depend on where the clock's minutes
+    happened to fall, so that two runs of the same loop composed different answers.
+    """
     changes: list[str] = []
     if line.run_key != previous.run_key:
         changes.append(f'run: {names[line.run_key]}')
     moment, before = said_at(line.time), said_at(previous.time)
-    if moment != before:
-        changes.append(moment[11:16] if moment[:10] == before[:10] else moment)
+    if moment[:10] != before[:10]:
+        changes.append(moment)
+    elif abs(line.time - previous.time) >= TIME_GAP:
+        changes.append(moment[11:16])
     return f'  ({" | ".join(changes)})' if changes else ''
 
 
