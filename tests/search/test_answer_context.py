@@ -88,7 +88,7 @@ class TestContextAcrossRuns:
         # 9 minutes after the line before: no time; 10 minutes after: its time (same date: no date).
         assert answer.splitlines()[2:] == [
             '[score: 0.4 | run: r0 | 2026-01-01 09:00 UTC]',
-            ' [0] User: the kettle broke',
+            '>[0] User: the kettle broke',
             ' [1] Assistant: buy a kettle',
             '  (run: r1 | 09:19)',
             '>[2] User: kettle ordered',
@@ -143,6 +143,33 @@ class TestBudget:
             assert 'broken-000' in answer
         if runs > 1:
             assert 'more' in answer
+
+    async def test_a_small_budget_keeps_room_around_its_matches(self) -> None:
+        source = StubSource()
+        pad = 'and then we talked about the weather for a long while'
+        said = [f'orca sighting {i}, {pad}' if i % 2 == 0 else f'lunch {i}, {pad}' for i in range(24)]
+        chat(source, [(text, f'reply {i}: {pad}') for i, text in enumerate(said)])
+        answer = await ConversationSearch(source, scope='conversation', max_result_bytes=2048).search(
+            context(), request('orca sighting')
+        )
+        assert len(answer.encode()) <= 2048
+        shown = int(answer.split(' ', 1)[0])
+        assert answer.count('\n>[') == shown < 10  # matches with partners fill 70% of the budget, no more
+        assert 'more matches were left out' in answer
+        assert 'lunch' in answer  # the rest shows what was said around them
+
+    async def test_a_match_left_out_that_a_block_reaches_is_marked(self) -> None:
+        source = StubSource()
+        pad = 'and then we talked about the weather for a long while, nothing else of note'
+        chat(source, [(f'orca sighting number {i}, {pad}', f'reply {i}: {pad}') for i in range(12)])
+        answer = await ConversationSearch(source, scope='conversation', max_result_bytes=2048).search(
+            context(), request('orca sighting')
+        )
+        sightings = [line for line in answer.splitlines() if 'orca sighting number' in line]
+        assert sightings and all(line.startswith('>[') for line in sightings), answer
+        shown = int(answer.split(' ', 1)[0])
+        # Ten chosen (`max_matches`): those shown, marked, and the rest counted.
+        assert shown == len(sightings) and f'{10 - shown} more matches were left out' in answer
 
 
 class TestAnalyzer:

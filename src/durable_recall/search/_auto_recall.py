@@ -56,7 +56,8 @@ class AutoRecall(AbstractCapability[Any]):
     Args:
         source: Where history is read from, as for `ConversationSearch`.
         scope: `'conversation'` (the default) or `'all'`, with `ConversationSearch`'s rules.
-        max_bytes: The most UTF-8 bytes the added part holds (1,000 to 4,000).
+        max_bytes: The most UTF-8 bytes the added part holds (1,000 to 4,000). The default, 4,000,
+            and `max_matches`' 7 showed the most evidence on long chats (measured: `docs/autorecall.md`).
         max_matches: The most matches it shows.
         context_lines: Messages around each match it may show (within `max_bytes`).
         min_score: Matches scoring below it are not shown; with none left, nothing is added.
@@ -76,8 +77,8 @@ class AutoRecall(AbstractCapability[Any]):
     source: HistorySource
     _: KW_ONLY
     scope: SearchScope = 'conversation'
-    max_bytes: int = 2500
-    max_matches: int = 5
+    max_bytes: int = 4000
+    max_matches: int = 7
     context_lines: int = 1
     min_score: float = 2.0
     ranking: Ranking = 'bm25'

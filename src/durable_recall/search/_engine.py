@@ -274,7 +274,13 @@ class SearchEngine:
         return replace(outcome, hits=shown, blocks=blocks, count=count)
 
     def _distinct(self, candidates: list[Candidate], window: Callable[[Candidate], tuple[Doc, ...]]) -> list[Candidate]:
-        """The first `max_matches` candidates whose own message no earlier one's window shows."""
+        """The first `max_matches` candidates whose own message is not an earlier one's or its neighbour's.
+
+        Not the whole window: a window is only shown as far as the budget allows (`_compose`), so a
+        strong match five messages from a better one would be neither a block nor, at a small
+        budget, in view. A neighbour (where the better one's partner is) is shown with it first.
+        Blocks that widen into each other merge.
+        """
         shown: set[Doc] = set()
         chosen: list[Candidate] = []
         for found in candidates:
@@ -283,7 +289,9 @@ class SearchEngine:
             if (found.run_key, found.position) in shown:
                 continue
             chosen.append(found)
-            shown.update(window(found))
+            docs = window(found)
+            at = docs.index((found.run_key, found.position))
+            shown.update(docs[max(at - 1, 0) : at + 2])
         return chosen
 
 
