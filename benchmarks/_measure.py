@@ -274,9 +274,36 @@ def count_snapshots(spec: StoreSpec, conversation_id: str) -> int:
 
 # --- ranking agreement -----------------------------------------------------------------------
 
-_BLOCK_HEAD = re.compile(r'^\[score: [-\d.]+ \|(?: [^|\]]+ \|)? run: ([^\s\]]+)', re.MULTILINE)
-# A block's header: `[score: 9.1 | 2026-01-12 17:00 UTC | run: <id> | ...]` (the date since the answer shows one).
-_HIT_LINE = re.compile(r'^>\[(\d+)\]', re.MULTILINE)
+_RUN_NAME = re.compile(r'(?:^\[score: [-\d.]+ \||^  \() ?run: ([^\s|\])]+)')
+# A block's header `[score: 9.1 | run: …2c5de84c | 2026-01-12 17:00 UTC]` names its first line's run;
+# a line `  (run: …b0ae3684 | 13:57)` names the run of the lines after it (where the run changes).
+_HIT_LINE = re.compile(r'^>\[(\d+)\]')
+
+
+def block_hits(block: str, run_ids: Sequence[str]) -> list[tuple[str, int]]:
+    """The `(run id, position)` of each match a rendered block marks (`>`), in the block's order.
+
+    Answers show a long run id shortened (`…` and its end): it is resolved against `run_ids`, the
+    runs the search could show. A name no run (or several) ends with resolves to itself.
+    """
+    found: list[tuple[str, int]] = []
+    run = ''
+    for line in block.splitlines():
+        name = _RUN_NAME.match(line)
+        if name is not None:
+            run = _resolve(name.group(1), run_ids)
+            continue
+        hit = _HIT_LINE.match(line)
+        if hit is not None:
+            found.append((run, int(hit.group(1))))
+    return found
+
+
+def _resolve(name: str, run_ids: Sequence[str]) -> str:
+    if not name.startswith('…'):
+        return name
+    matches = [run_id for run_id in run_ids if run_id.endswith(name[1:])]
+    return matches[0] if len(matches) == 1 else name
 
 
 async def ranking_agreement(
@@ -299,12 +326,11 @@ async def ranking_agreement(
         found: list[int] = []
         body = answer.split('\n\n', 1)[1] if '\n\n' in answer else ''
         for block in body.split('\n\n---\n\n'):
-            head = _BLOCK_HEAD.search(block)
-            hit = _HIT_LINE.search(block)
-            if head is None or hit is None:
+            hits = block_hits(block, list(records))
+            if not hits:
                 continue
-            hashes = records.get(head.group(1), ())
-            position = int(hit.group(1))
+            run_id, position = hits[0]
+            hashes = records.get(run_id, ())
             found.append(index.get(hashes[position], -1) if position < len(hashes) else -1)
         overlaps.append(overlap_at(found, oracle.scores(query)))
     return overlaps

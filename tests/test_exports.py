@@ -19,6 +19,7 @@ def test_version_is_the_package_metadata() -> None:
 
 def test_all_is_pinned() -> None:
     assert sorted(durable_recall.__all__) == [
+        'AutoRecall',
         'ConversationSearch',
         'ConversationStoreSource',
         'DurableRecallError',

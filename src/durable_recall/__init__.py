@@ -33,10 +33,11 @@ if TYPE_CHECKING:
     from .conversations import ConversationStoreSource, PostgresConversationStore, SqliteConversationStore
     from .history import HistorySource
     from .persistence import StepPersistence
-    from .search import ConversationSearch, SnapshotHistorySource, update_index
+    from .search import AutoRecall, ConversationSearch, SnapshotHistorySource, update_index
     from .stores import InMemoryStepStore, PostgresStepStore, SqliteStepStore, StepStore, open_store
 
 __all__ = (
+    'AutoRecall',
     'ConversationSearch',
     'ConversationStoreSource',
     'DurableRecallError',
@@ -61,7 +62,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     'conversations': ('ConversationStoreSource', 'PostgresConversationStore', 'SqliteConversationStore'),
     'history': ('HistorySource',),
     'persistence': ('StepPersistence',),
-    'search': ('ConversationSearch', 'SnapshotHistorySource', 'update_index'),
+    'search': ('AutoRecall', 'ConversationSearch', 'SnapshotHistorySource', 'update_index'),
     'stores': ('InMemoryStepStore', 'PostgresStepStore', 'SqliteStepStore', 'StepStore', 'open_store'),
 }
 """Each public name under the layer that defines it (`tests/test_exports.py` checks it against `__all__`)."""

@@ -149,3 +149,21 @@ def test_reference_driver_ingests_and_searches(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout.splitlines()[-1])['import_seconds'] > 0
+
+
+def test_block_hits_reads_runs_from_headers_and_change_lines() -> None:
+    from benchmarks._measure import block_hits
+
+    runs = ['0192aaaa-0000-7000-8000-00002c5de84c', '0192aaaa-0000-7000-8000-0000b0ae3684', 'short-run']
+    block = '\n'.join(
+        [
+            '[score: 11.8 | run: …2c5de84c | 2023-05-08 13:56 UTC]',
+            '>[0] User: first',
+            ' [1] Assistant: reply',
+            '  (run: …b0ae3684 | 2023-05-09 10:00 UTC)',
+            '>[2] User: second',
+            '  (run: short-run)',
+            '>[7] User: third',
+        ]
+    )
+    assert block_hits(block, runs) == [(runs[0], 0), (runs[1], 2), ('short-run', 7)]

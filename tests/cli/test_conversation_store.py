@@ -100,7 +100,7 @@ def test_search_answers_as_the_tool_over_the_conversation_store(
     path, branch = conversation_db
     found = run_cli(capsys, ['search', '--store', str(path), '--conversation', CONVERSATION, 'vault key ZEBRA'])
     assert found.status == 0, found.err
-    assert DETAIL in found.out and f'run: {CONVERSATION} | conversation: {CONVERSATION}]' in found.out
+    assert DETAIL in found.out and '[score: ' in found.out and f'| run: {CONVERSATION} | ' in found.out
 
     document = json.loads(
         run_cli(capsys, ['search', '--store', str(path), '--all', 'which simpler', '--run', branch, '--json']).out

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ToolCallPart, ToolReturnPart
 
-_IDS = re.compile(r'\b(run|conversation)(_id)?(["=:]\s*"?)[0-9A-Za-z_.:-]+')
+_IDS = re.compile(r'\b(run|conversation)(_id)?(["=:]\s*"?)…?[0-9A-Za-z_.:-]+')  # answers show `…` and an id's end
 _TIME = re.compile(r'\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?( UTC)?')
 
 

@@ -88,7 +88,7 @@ async def test_the_scope_holds_on_the_similarity_side(kit: StoreKit) -> None:
     assert 'red automobile' not in answer
     # The other conversation's searches see nothing of this one, however near.
     answer = await hybrid(kit.store, context_lines=0).search(context('other'), request('doctor'))
-    assert 'my physician' not in answer and 'conversation: c1' not in answer and 'conversation: other' in answer
+    assert 'my physician' not in answer and '>[1] Assistant: noted' in answer
 
 
 async def test_ties_break_in_corpus_order_and_rankings_repeat(kit: StoreKit) -> None:

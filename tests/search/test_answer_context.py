@@ -18,7 +18,7 @@ from ._stub import T0, StubSource, context, reply, request, user
 
 pytestmark = pytest.mark.anyio
 
-DATE = re.compile(r'^\[score: [0-9.]+ \| \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC \| run: ')
+DATE = re.compile(r'^\[score: [0-9.]+ \| run: \S+ \| \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\]$')
 
 
 def chat(
@@ -51,8 +51,8 @@ class TestDates:
         headers = [line for line in answer.splitlines() if line.startswith('[score:')]
         assert len(headers) == 4  # Lisbon twice (the prompt and the reply), food, work
         assert all(DATE.match(header) for header in headers)
-        assert any('| 2026-01-02 09:25 UTC | run: r1 |' in header for header in headers)
-        assert any('| 2026-01-04 09:25 UTC | run: r3 |' in header for header in headers)
+        assert any('| run: r1 | 2026-01-02 09:25 UTC]' in header for header in headers)
+        assert any('| run: r3 | 2026-01-04 09:25 UTC]' in header for header in headers)
 
 
 class TestContextAcrossRuns:
@@ -63,8 +63,9 @@ class TestContextAcrossRuns:
             context(), request('visit')
         )
         assert answer.splitlines()[2:] == [
-            '[score: 1.5 | 2026-01-02 09:25 UTC | run: r1 | conversation: c1]',
-            '  (run: r0 | 2026-01-01 09:25 UTC)',
+            # One header (the first line's run and time); a run where it changes, a time after a
+            # gap of 10 minutes or more (a reply a minute after its prompt shows none).
+            '[score: 1.5 | run: r0 | 2026-01-01 09:25 UTC]',
             ' [0] User: we planned the trip',
             ' [1] Assistant: sounds good',
             '  (run: r1 | 2026-01-02 09:25 UTC)',
@@ -72,6 +73,26 @@ class TestContextAcrossRuns:
             ' [3] Assistant: how was Lisbon?',
             '  (run: r2 | 2026-01-03 09:25 UTC)',
             ' [4] User: the food was great',
+        ]
+
+    async def test_a_time_shows_again_after_a_gap_of_ten_minutes(self) -> None:
+        source = StubSource()
+        at = T0 + timedelta(hours=9)
+        first = [user('the kettle broke', at), reply('buy a kettle', at + timedelta(minutes=9))]
+        later = [*first, user('kettle ordered', at + timedelta(minutes=19)), reply('good', at + timedelta(minutes=20))]
+        source.add('r0', first, conversation_id='c1')
+        source.add('r1', later, conversation_id='c1')
+        answer = await ConversationSearch(source, scope='conversation', context_lines=3).search(
+            context(), request('kettle')
+        )
+        # 9 minutes after the line before: no time; 10 minutes after: its time (same date: no date).
+        assert answer.splitlines()[2:] == [
+            '[score: 0.4 | run: r0 | 2026-01-01 09:00 UTC]',
+            '>[0] User: the kettle broke',
+            ' [1] Assistant: buy a kettle',
+            '  (run: r1 | 09:19)',
+            '>[2] User: kettle ordered',
+            ' [3] Assistant: good',
         ]
 
     async def test_a_run_id_search_stays_in_its_run(self) -> None:
@@ -122,6 +143,33 @@ class TestBudget:
             assert 'broken-000' in answer
         if runs > 1:
             assert 'more' in answer
+
+    async def test_a_small_budget_keeps_room_around_its_matches(self) -> None:
+        source = StubSource()
+        pad = 'and then we talked about the weather for a long while'
+        said = [f'orca sighting {i}, {pad}' if i % 2 == 0 else f'lunch {i}, {pad}' for i in range(24)]
+        chat(source, [(text, f'reply {i}: {pad}') for i, text in enumerate(said)])
+        answer = await ConversationSearch(source, scope='conversation', max_result_bytes=2048).search(
+            context(), request('orca sighting')
+        )
+        assert len(answer.encode()) <= 2048
+        shown = int(answer.split(' ', 1)[0])
+        assert answer.count('\n>[') == shown < 10  # matches with partners fill 70% of the budget, no more
+        assert 'more matches were left out' in answer
+        assert 'lunch' in answer  # the rest shows what was said around them
+
+    async def test_a_match_left_out_that_a_block_reaches_is_marked(self) -> None:
+        source = StubSource()
+        pad = 'and then we talked about the weather for a long while, nothing else of note'
+        chat(source, [(f'orca sighting number {i}, {pad}', f'reply {i}: {pad}') for i in range(12)])
+        answer = await ConversationSearch(source, scope='conversation', max_result_bytes=2048).search(
+            context(), request('orca sighting')
+        )
+        sightings = [line for line in answer.splitlines() if 'orca sighting number' in line]
+        assert sightings and all(line.startswith('>[') for line in sightings), answer
+        shown = int(answer.split(' ', 1)[0])
+        # Ten chosen (`max_matches`): those shown, marked, and the rest counted.
+        assert shown == len(sightings) and f'{10 - shown} more matches were left out' in answer
 
 
 class TestAnalyzer:

@@ -9,6 +9,8 @@ import durable_recall.text as text
 def test_all_is_pinned() -> None:
     assert list(search.__all__) == [
         'ORDERS',
+        'RECALL_KIND',
+        'AutoRecall',
         'Candidate',
         'ConversationSearch',
         'Hit',

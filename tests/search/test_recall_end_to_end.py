@@ -84,7 +84,7 @@ async def test_a_dropped_detail_is_recalled_verbatim_and_only_in_its_conversatio
     recalled = await agent.run('recall: staging database ledger', message_history=history, conversation_id='ticket-42')
     assert SECRET not in str(model.contexts[-2])  # the model's context when it decided to search
     assert SECRET in model.tool_answers[-1]
-    assert f'run: {first.run_id}' in model.tool_answers[-1]
+    assert f'run: …{first.run_id[-8:]}' in model.tool_answers[-1]  # long ids shown by their end
     assert SECRET in recalled.output
 
     # Another conversation gets nothing, whatever it searches for or names.
@@ -111,4 +111,4 @@ async def test_a_search_never_finds_its_own_earlier_answers(tmp_path: Path) -> N
     hits = [line for line in answer.splitlines() if line.startswith('>[')]
     assert hits and not any('Tool' in line or 'search' in line.split(']', 1)[1][:12] for line in hits)
     assert '[an earlier search, not repeated]' in answer
-    assert f'run: {first.run_id}' in answer
+    assert f'run: …{first.run_id[-8:]}' in answer

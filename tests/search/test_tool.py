@@ -37,11 +37,13 @@ class TestLayout:
         assert answer.splitlines()[0] == "3 matches for 'alpha beta' in 6 persisted messages:"
         blocks = answer.split('\n\n---\n\n')
         assert blocks[0].splitlines()[2:] == [
-            '[score: 2.1 | 2026-01-01 00:00 UTC | run: r1 | conversation: c1]',
+            '[score: 2.1 | run: r1 | conversation: c1 | 2026-01-01 00:00 UTC]',
             '>[0] User: alpha beta',
             ' [1] Assistant: gamma delta',
+            '>[2] User: alpha alpha epsilon',  # its window met the first one's: one block, both marked
+            ' [3] Assistant: zeta',
         ]
-        assert blocks[-1].splitlines()[0] == '[score: 0.9 | 2026-01-01 00:00 UTC | run: r2]'
+        assert blocks[-1].splitlines()[0] == '[score: 0.9 | run: r2 | 2026-01-01 00:00 UTC]'
 
     async def test_role_words_are_not_searchable(self) -> None:
         answer = await search_all(six_messages()).search(context(), request('user assistant'))

@@ -284,6 +284,7 @@ async def test_a_cold_conversation_search_lays_its_windows_out_from_spans_inline
     ctx = RunContext[None](deps=None, model=TestModel(), usage=RunUsage(), conversation_id='conv')
     answer = await search.search(ctx, SearchRequest(query='question 4'))
 
-    assert '(run: run-1' in answer and 'question 2' in answer  # the window reached the run before
+    # The window reached the run before: the block opens in run-1 and says where run-2 begins.
+    assert '| run: run-1 |' in answer and '(run: run-2)' in answer and 'question 2' in answer
     assert hops == []  # and nothing went to a worker thread
     await cold.aclose()

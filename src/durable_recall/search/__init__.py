@@ -8,6 +8,7 @@ postings, and only the windows the answer shows are read back and rendered. The 
 from __future__ import annotations
 
 from ..base import warm_codec
+from ._auto_recall import RECALL_KIND, AutoRecall
 from ._capability import ConversationSearch
 from ._engine import SearchEngine
 from ._hits import Candidate, Hit
@@ -23,6 +24,8 @@ warm_codec()
 
 __all__ = (
     'ORDERS',
+    'RECALL_KIND',
+    'AutoRecall',
     'Candidate',
     'ConversationSearch',
     'Hit',

@@ -8,23 +8,29 @@ cannot make the header ambiguous.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 
 from ..base import CorruptRunError, CorruptSnapshotError
-from ._hits import Doc, Hit, Line
+from ._compose import Block
+from ._hits import Doc, Line
 
 __all__ = (
     'SEPARATOR',
     'empty_conversation',
     'empty_store',
+    'blocks_budget',
     'blocks_fitting',
+    'hits_in',
     'echo',
     'fit',
     'format_blocks',
     'note_for',
-    'render_blocks',
+    'block_header',
+    'change_line',
+    'line_text',
+    'render_block',
     'said_at',
     'shown_blocks',
     'no_conversation',
@@ -147,28 +153,71 @@ def fit(text: str, max_bytes: int) -> str:
     return data[: max(max_bytes - 4, 0)].decode(errors='ignore') + ' …'
 
 
-def render_blocks(
-    hits: Sequence[Hit],
-    shown: set[Doc],
+def render_block(
+    block: Block,
+    texts: Mapping[Doc, Sequence[str]],
+    names: Mapping[int, str],
     *,
-    terms: Collection[str],
-    rarity: Mapping[str, float],
-    skip_tools: Collection[str],
-) -> list[str]:
-    """One block per hit whose own message no earlier block showed (`shown` is updated).
+    conversation: bool,
+) -> str:
+    """A block: one header (score, run, time), then its lines; a run or a time only where it changes.
 
-    Overlapping windows merge: a message an earlier block showed is not repeated, so the budget
-    goes to messages not yet shown.
+    The header names the run and the time of the block's first line, and, with `conversation`
+    (a store-wide search), its conversation. A line of another run opens with `(run: <id>)`, and a
+    line said 10 minutes or more after the line before it, or on another date, with its time
+    (`change_line`), so that positions (numbered within their run) and times stay unambiguous at
+    the cost of a few bytes where they change, not on every line. Run ids are shortened
+    (`short_ids`); a search's `run_id` accepts them as they are shown.
     """
-    blocks: list[str] = []
-    for hit in hits:
-        found = hit.candidate
-        if (found.run_key, found.position) in shown:
-            continue
-        lines = [line for line in hit.lines if (line.run_key, line.position) not in shown]
-        shown.update((line.run_key, line.position) for line in lines)
-        blocks.append(_block(hit, lines, terms, rarity, skip_tools))
-    return blocks
+    first = block.lines[0]
+    out = [block_header(block, names, conversation=conversation)]
+    own = block.own
+    previous = first
+    for line in block.lines:
+        change = change_line(previous, line, names)
+        if change:
+            out.append(change)
+        previous = line
+        out.extend(line_text(line, texts[(line.run_key, line.position)], own=(line.run_key, line.position) in own))
+    return '\n'.join(out)
+
+
+def block_header(block: Block, names: Mapping[int, str], *, conversation: bool) -> str:
+    """A block's header: its best score, its first line's run (and conversation, store-wide) and time."""
+    first = block.lines[0]
+    label = f'run: {names[first.run_key]}'
+    if conversation and first.run.conversation_id:
+        label += f' | conversation: {first.run.conversation_id}'
+    return f'[score: {block.hits[0].score:.1f} | {label} | {said_at(first.time)}]'
+
+
+TIME_GAP = 600.0
+"""Seconds between two lines of a block from which the later one shows its time again."""
+
+
+def change_line(previous: Line, line: Line, names: Mapping[int, str]) -> str:
+    """What changed from the line before (`''`: nothing): its run; its time after a gap (the date when it changed).
+
+    A time is shown again where the date changed or `TIME_GAP` (10 minutes) or more passed since
+    the line before: that is where a conversation resumed, and what "yesterday" in the text is
+    resolved against. Within one sitting the header's time stands; minute-by-minute times would
+    spend bytes on every exchange and make an answer's size depend on where the clock's minutes
+    happened to fall, so that two runs of the same loop composed different answers.
+    """
+    changes: list[str] = []
+    if line.run_key != previous.run_key:
+        changes.append(f'run: {names[line.run_key]}')
+    moment, before = said_at(line.time), said_at(previous.time)
+    if moment[:10] != before[:10]:
+        changes.append(moment)
+    elif abs(line.time - previous.time) >= TIME_GAP:
+        changes.append(moment[11:16])
+    return f'  ({" | ".join(changes)})' if changes else ''
+
+
+def line_text(line: Line, rendered: Sequence[str], *, own: bool) -> list[str]:
+    """A message's lines in a block: `>` marks a match; its position; continuation lines indented."""
+    return [f'{">" if own else " "}[{line.position}] {rendered[0]}', *(f'     {text}' for text in rendered[1:])]
 
 
 @lru_cache(maxsize=4096)
@@ -188,15 +237,16 @@ def said_at(moment: float) -> str:
 def format_blocks(
     query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
 ) -> str:
-    """The answer from the first rendered blocks of `count`: those that fit `max_bytes`, and a closing line.
+    """The answer from the rendered blocks of `count` matches: those that fit `max_bytes`, and a closing line.
 
     The caller may render only as many blocks as can fit (see `blocks_fitting`); the rest are
     counted as left out all the same. With `matched` (every matching message, counted apart from
     windows and budget), the header says how many of them the blocks show: `3 of 12 matches`.
     """
     kept = _kept(query, total, blocks, count=count, max_bytes=max_bytes, matched=matched)
-    text = _header(query, total, len(kept), matched) + '\n\n' + SEPARATOR.join(kept)
-    left = count - len(kept)
+    shown = sum(map(hits_in, kept))
+    text = _header(query, total, shown, matched) + '\n\n' + SEPARATOR.join(kept)
+    left = max(count - shown, 0)
     if left:
         text += (
             f'\n\n[{left} more {"match was" if left == 1 else "matches were"} left out to keep this result under '
@@ -212,40 +262,21 @@ def blocks_fitting(
     return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, cut=False, matched=matched))
 
 
+def hits_in(block: str) -> int:
+    """The matches a rendered block shows: its lines marked `>` (a block may show several, merged)."""
+    return block.count('\n>[')
+
+
+def blocks_budget(query: str, total: int, count: int, max_bytes: int, matched: int | None = None) -> int:
+    """The bytes an answer's blocks and their separators may take (what `format_blocks` keeps whole)."""
+    return max_bytes - 200 - len(_header(query, total, count, matched).encode()) - 2 - 4  # 4: the count's digits
+
+
 def shown_blocks(
     query: str, total: int, blocks: Sequence[str], *, count: int, max_bytes: int, matched: int | None = None
 ) -> int:
     """How many blocks `format_blocks` shows with the same arguments (the last one cut, if it must be)."""
     return len(_kept(query, total, blocks, count=count, max_bytes=max_bytes, matched=matched))
-
-
-def _block(
-    hit: Hit,
-    lines: Sequence[Line],
-    terms: Collection[str],
-    rarity: Mapping[str, float],
-    skip_tools: Collection[str],
-) -> str:
-    """A block: its header (score, when the hit was said, run, conversation), then its lines.
-
-    Lines of the hit's run follow the header, which names that run. A stretch of lines of another
-    run (a neighbouring exchange, in a conversation-scoped search), and the hit's run again after
-    one, opens with `(run: <id> | <when its first line was said>)`, so that positions (numbered
-    within their run) stay unambiguous.
-    """
-    run = hit.run
-    label = f'run: {run.run_id}' + (f' | conversation: {run.conversation_id}' if run.conversation_id else '')
-    out = [f'[score: {hit.score:.1f} | {said_at(hit.time)} | {label}]']
-    current = hit.candidate.run_key  # the header names it
-    for line in lines:
-        if line.run_key != current:
-            out.append(f'  (run: {line.run.run_id} | {said_at(line.time)})')
-        current = line.run_key
-        rendered = line.shown.lines(terms, rarity=rarity, skip_tools=skip_tools)
-        own = line.run_key == hit.candidate.run_key and line.position == hit.position
-        out.append(f'{">" if own else " "}[{line.position}] {rendered[0]}')
-        out.extend(f'     {text}' for text in rendered[1:])
-    return '\n'.join(out)
 
 
 def _header(query: str, total: int, count: int, matched: int | None = None) -> str:

@@ -20,6 +20,7 @@ from ..base import DurableRecallError, StoreUnavailableError
 from ..history import HistorySource
 from ..index import Bm25Params, MemoryVectors, Progress, VectorStorage
 from . import _answer
+from ._blocks import render
 from ._corpus import Corpus, StoreCorpus
 from ._embedding import Ranking, check_ranking, local_embedder
 from ._fusion import DEFAULT_WEIGHT
@@ -37,13 +38,6 @@ from ._withheld import withheld_only
 __all__ = ('SearchEngine', 'corpus_for', 'search_failed', 'vectors_for')
 
 _log = logging.getLogger('durable_recall.search')
-
-_FIRST_WINDOWS = 3
-"""Hits whose windows a search reads before it knows whether the answer has room for more."""
-_AHEAD = 2
-"""Windows after a batch whose runs and stored messages are read with it (see `Ranker.load`): the
-next batch, when the answer has room for one, then usually reads nothing (one round trip fewer
-on Postgres; a cold search of 1,000 messages 0.2 to 0.6 ms faster here when it takes two batches)."""
 
 
 def corpus_for(source: HistorySource) -> Corpus:
@@ -166,6 +160,7 @@ class SearchEngine:
         conversation_id: str | None,
         progress: Progress | None = None,
         count_matches: bool = False,
+        keep: Callable[[Hit], bool] | None = None,
     ) -> Outcome:
         """The search as data: the hits the answer shows and their blocks, or the fixed answer instead.
 
@@ -176,6 +171,7 @@ class SearchEngine:
             progress: Called with the runs caught up, as the scope's index catches up.
             count_matches: Count every matching message (`Outcome.matched`), apart from windows,
                 `max_matches` and the budget: exact, so it scores every match (the tool does not ask).
+            keep: Which loaded hits the answer may show (`AutoRecall` leaves out what the model sees).
         """
         if scope == 'conversation' and conversation_id is None:
             return Outcome(fixed=_answer.no_conversation())
@@ -237,57 +233,54 @@ class SearchEngine:
             )
             window = await ranker.windows(self.context_lines, candidates)
             chosen = self._distinct(candidates, window)
-            outcome = await self._shown(ranker, outcome, chosen, [window(found) for found in chosen])
+            windows = [window(found) for found in chosen]
+            outcome = await self._shown(ranker, outcome, chosen, windows, conversation=all_scopes, keep=keep)
             return replace(outcome, unreadable=_unreadable(ranker), notes=notes)
 
     async def _shown(
-        self, ranker: Ranker, outcome: Outcome, chosen: list[Candidate], windows: list[tuple[Doc, ...]]
+        self,
+        ranker: Ranker,
+        outcome: Outcome,
+        chosen: list[Candidate],
+        windows: list[tuple[Doc, ...]],
+        *,
+        conversation: bool,
+        keep: Callable[[Hit], bool] | None = None,
     ) -> Outcome:
-        """The outcome with the windows of as many chosen hits as the answer has room for, read and rendered.
+        """The outcome with the chosen hits' windows read and composed into the blocks that fit.
 
-        A few kilobytes of tool output fill the answer after a few blocks; reading and decoding the
-        windows of the other hits would be wasted. Windows are read for the first `_FIRST_WINDOWS`
-        hits, then, while every block so far fits, for as many more as the room left would hold
-        at the blocks' mean size (and one more, to find where the answer stops). Each batch that
-        reads also reads the next `_AHEAD` windows, unprepared, for the batch after it.
+        Which messages each block shows is chosen within the budget (`_compose`): each hit with
+        its partner first, then wider while room remains. Windows are read in one batch.
         """
         # The note naming unreadable runs is not known yet (loading may add to it): leave it room.
         notes = [_answer.unreadable(problem) for problem in ranker.unreadable]
         note = _answer.note_for(notes, self.max_result_bytes) + ''.join(f'\n\n{text}' for text in outcome.notes)
         max_bytes = self.max_result_bytes - len(note.encode())
-        loaded: list[Hit] = []
-        blocks: list[str] = []
-        shown: set[tuple[int, int]] = set()
-        start, count = 0, len(chosen)
-        while start < len(chosen):
-            if not blocks:
-                end = start + _FIRST_WINDOWS
-            else:
-                mean = sum(len(block.encode()) for block in blocks) / len(blocks)
-                room = max_bytes - sum(len(block.encode()) + len(_answer.SEPARATOR) for block in blocks)
-                end = start + max(int(room / mean), 0) + 1
-            end = min(end, len(chosen))
-            batch = await ranker.load(chosen[start:end], windows[start:end], ahead=windows[end : end + _AHEAD])
-            count -= (end - start) - len(batch)  # runs deleted since they were ranked
-            shown_hits = [hit for hit in batch if not withheld_only(hit, outcome.terms, self.skip_tools)]
-            count -= len(batch) - len(shown_hits)  # found only in what the answer withholds
-            batch = shown_hits
-            start = end
-            loaded += batch
-            blocks += _answer.render_blocks(
-                batch, shown, terms=outcome.terms, rarity=outcome.rarity, skip_tools=self.skip_tools
-            )
-            fitting = _answer.blocks_fitting(
-                outcome.query, outcome.total, blocks, count=count, max_bytes=max_bytes, matched=outcome.matched
-            )
-            if fitting < len(blocks):
-                break
+        loaded = await ranker.load(chosen, windows)
+        count = len(loaded)  # less runs deleted since they were ranked
+        loaded = [hit for hit in loaded if not withheld_only(hit, outcome.terms, self.skip_tools)]
+        if keep is not None:
+            loaded = [hit for hit in loaded if keep(hit)]
         if not loaded:
             return replace(outcome, fixed=_answer.no_matches(outcome.query, outcome.total))
-        return replace(outcome, hits=loaded, blocks=blocks, count=count)
+        blocks, shown, count = render(
+            loaded,
+            terms=outcome.terms,
+            rarity=outcome.rarity,
+            skip_tools=self.skip_tools,
+            budget=_answer.blocks_budget(outcome.query, outcome.total, count, max_bytes, outcome.matched),
+            conversation=conversation,
+        )
+        return replace(outcome, hits=shown, blocks=blocks, count=count)
 
     def _distinct(self, candidates: list[Candidate], window: Callable[[Candidate], tuple[Doc, ...]]) -> list[Candidate]:
-        """The first `max_matches` candidates whose own message no earlier one's window shows."""
+        """The first `max_matches` candidates whose own message is not an earlier one's or its neighbour's.
+
+        Not the whole window: a window is only shown as far as the budget allows (`_compose`), so a
+        strong match five messages from a better one would be neither a block nor, at a small
+        budget, in view. A neighbour (where the better one's partner is) is shown with it first.
+        Blocks that widen into each other merge.
+        """
         shown: set[Doc] = set()
         chosen: list[Candidate] = []
         for found in candidates:
@@ -296,7 +289,9 @@ class SearchEngine:
             if (found.run_key, found.position) in shown:
                 continue
             chosen.append(found)
-            shown.update(window(found))
+            docs = window(found)
+            at = docs.index((found.run_key, found.position))
+            shown.update(docs[max(at - 1, 0) : at + 2])
         return chosen
 
 

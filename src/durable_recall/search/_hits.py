@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from pydantic_ai.messages import ModelMessage
 
 from ..base import RunRecord
+from ._damage import time_at
 from ._shown import Shown
 
-__all__ = ('Candidate', 'Doc', 'Hit', 'Line')
+__all__ = ('Candidate', 'Doc', 'Hit', 'Line', 'assemble')
 
 Doc = tuple[int, int]
 """A document: `(run key, position)`."""
@@ -105,3 +107,35 @@ class Hit:
     def time(self) -> float:
         """When the matching message was said, as POSIX seconds."""
         return self.own.time
+
+
+def assemble(
+    candidates: Sequence[Candidate],
+    windows: Sequence[tuple[Doc, ...]],
+    records: Mapping[int, RunRecord],
+    read: Mapping[int, Mapping[int, Shown]],
+    times: Mapping[int, Sequence[float]],
+) -> list[Hit]:
+    """The candidates as hits with the messages of their windows that read (one window per candidate).
+
+    A candidate whose own message did not read (its run is gone, or the message is unreadable)
+    is dropped; a neighbour that did not read is left out of its window.
+
+    Args:
+        candidates: The ranked candidates, best first.
+        windows: Each candidate's documents, in record order.
+        records: The runs' records, by run key.
+        read: The messages read, by run key then position.
+        times: Each run's message times (`time_at` reads them).
+    """
+    hits: list[Hit] = []
+    for found, window in zip(candidates, windows, strict=True):
+        if found.position not in read.get(found.run_key, {}):
+            continue
+        lines = [
+            Line(records[key], key, position, read[key][position], time_at(times[key], position))
+            for key, position in window
+            if position in read.get(key, {})
+        ]
+        hits.append(Hit(found, records[found.run_key], tuple(lines)))
+    return hits

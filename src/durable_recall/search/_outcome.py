@@ -19,13 +19,12 @@ class Outcome:
         fixed: The whole answer when the search did not rank (no conversation, no terms, ...).
         query: The query as searched.
         total: Messages searched.
-        hits: The hits whose windows were read, best first (or in the requested order); the
-            answer shows the blocks of those that fit its byte budget.
+        hits: The hits the blocks show, in the blocks' order (a block may show several).
         terms: The query's distinct terms.
         rarity: Each term's idf in the scope.
         unreadable: Runs (or snapshots of them) that could not be read, named in the answer.
         blocks: The rendered blocks of `hits` (hits an earlier block already showed have none).
-        count: How many blocks the search chose in all (blocks beyond `blocks` were left unread).
+        count: How many hits the search chose in all (those `blocks` show, and those left out).
         notes: Other notes the answer ends with (a hybrid search whose embedder failed).
         matched: Every matching message, counted apart from windows, `max_matches` and the budget,
             when the search was asked to count them (`SearchEngine.rank(count_matches=True)`); the
@@ -61,6 +60,7 @@ class Outcome:
             return 0
         note = _answer.note_for(self.unreadable, max_result_bytes) + ''.join(f'\n\n{text}' for text in self.notes)
         max_bytes = max_result_bytes - len(note.encode())
-        return _answer.shown_blocks(
+        kept = _answer.shown_blocks(
             self.query, self.total, self.blocks, count=self.count, max_bytes=max_bytes, matched=self.matched
         )
+        return sum(map(_answer.hits_in, self.blocks[:kept]))

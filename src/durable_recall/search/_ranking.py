@@ -37,9 +37,10 @@ from ._ask import Ask, Ranked
 from ._corpus import Corpus
 from ._damage import DAMAGE, note_damage, recount, size_of, time_at
 from ._fusion import fuse
-from ._hits import Candidate, Doc, Hit, Line
+from ._hits import Candidate, Doc, Hit, assemble
 from ._prefetch import Prefetch, caught_up_view, read_rows
 from ._reads import Reader
+from ._run_ids import by_short_id
 from ._scope_cache import CachedRun, CachedScope
 from ._selection import best_keys, filtered
 from ._terms import read_postings
@@ -345,25 +346,18 @@ class Ranker:
         shown = await self._reader.messages(asked, summaries, keys=keys, ahead=read_ahead)
         read = dict(zip(records, shown, strict=True))
         times = {key: runs[key].shown_times(self._reader.unreadable) for key in records}
-        hits: list[Hit] = []
-        for found, window in zip(candidates, windows, strict=True):
-            if found.position not in read.get(found.run_key, {}):
-                continue  # its run is gone, or its own message does not read
-            lines = [
-                Line(records[key], key, position, read[key][position], time_at(times[key], position))
-                for key, position in window
-                if position in read.get(key, {})
-            ]
-            hits.append(Hit(found, records[found.run_key], tuple(lines)))
-        return hits
+        return assemble(candidates, windows, records, read, times)
 
     async def _run_by_id(self, scope: CachedScope, run_id: str, conversation_id: str | None) -> CachedRun | None:
         """A run of the scope by id (`None` for a run outside it, unknown, unreadable or never indexed)."""
         row = (await self._corpus.storage.load_runs([run_id])).get(run_id)
         if row is None:
+            rows = await self._corpus.storage.scope_runs(conversation_id, all_scopes=conversation_id is None)
+            row = by_short_id(rows, run_id)
+        if row is None:
             return None
         run = CachedRun(row, size_of(self._reader.unreadable, row))
-        run.record = (await self._reader.records([run_id])).get(run_id)
+        run.record = (await self._reader.records([row.run_id])).get(row.run_id)
         if run.record is None or (conversation_id is not None and run.record.conversation_id != conversation_id):
             return None
         scope.runs[row.run_key] = run

@@ -24,6 +24,7 @@ from ._artifacts import (
     is_summary_artifact,
 )
 from ._calls import answered_call_id
+from ._capability import OWN_NAMESPACE
 from ._clip import ELLIPSIS, clip
 from ._markers import (
     COMPACTION_MARKER_KEY,
@@ -41,6 +42,7 @@ from ._tokenize import Token, iter_tokens, tokenize
 from ._visibility import HIDDEN_VISIBILITIES, WITHHELD, SkipTools, Visibility, withholds
 
 __all__ = (
+    'OWN_NAMESPACE',
     'ANALYZERS',
     'ANALYZER_NAME',
     'DEFAULT_ANALYZER',
