@@ -179,9 +179,12 @@ def test_public_names_are_pinned() -> None:
     import durable_recall.temporal
 
     assert sorted(durable_recall.temporal.__all__) == [
+        'ConversationPayloadCodec',
+        'ConversationPayloadConverter',
         'DurableRecallPlugin',
         'SANDBOX_PASSTHROUGH_MODULES',
         'TemporalConversationStore',
+        'conversation_data_converter',
         'dev_server_path',
         'with_durable_recall_passthrough',
     ]
