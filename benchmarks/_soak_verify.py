@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from pydantic_ai.messages import ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
 
 from benchmarks._measure import ROOT
 from durable_recall import PostgresStepStore, SnapshotHistorySource
@@ -55,8 +55,16 @@ async def _turn_problem(source: SnapshotHistorySource, run_id: str, turn: int) -
     record = await source.run_history(run_id)
     if record is None:
         return 'its run has no record'
-    if len(set(record.hashes)) != len(record.hashes):
+    # A message that says who it is (a prompt, a tool call or return) must be there once. Plain
+    # replies may repeat word for word (the soak's model says the same when its window shows the
+    # same prompt), so their equal hashes prove nothing.
+    marked = [h for h, message in zip(record.hashes, record.messages, strict=True) if _identified(message)]
+    if len(set(marked)) != len(marked):
         return 'a message is stored twice'
+    calls = [p.tool_call_id for m in record.messages for p in m.parts if isinstance(p, ToolCallPart)]
+    returns = [p.tool_call_id for m in record.messages for p in m.parts if isinstance(p, ToolReturnPart)]
+    if len(set(calls)) != len(calls) or len(set(returns)) != len(returns):
+        return 'a tool call or return is stored twice'
     numbers = [
         int(str(part.content).split()[2])
         for message in record.messages
@@ -67,3 +75,7 @@ async def _turn_problem(source: SnapshotHistorySource, run_id: str, turn: int) -
     if not numbers or numbers[-1] != turn or numbers != sorted(set(numbers)):
         return f'its record holds the prompts of turns {numbers}'
     return None
+
+
+def _identified(message: ModelMessage) -> bool:
+    return any(isinstance(part, UserPromptPart | ToolCallPart | ToolReturnPart) for part in message.parts)

@@ -15,6 +15,8 @@ the index), the pool's waits, and whether every search
 found its token, and whether every turn is stored once and in order (and `durable-recall check`
 passes). Then the ratio of the two throughputs.
 
+Each pass's schema is dropped after it is verified; `SOAK_KEEP=1` in the environment keeps them to inspect.
+
 Targets: search p50 <= 150 ms and p95 <= 600 ms, and throughput with searches >= 0.8 of without.
 """
 
@@ -200,6 +202,8 @@ async def _run(args: argparse.Namespace, client: Any, target: str, search: bool,
             if marker in line['type']:
                 soak.activities.setdefault(kind, []).append(line)
     soak.problems = await verify_soak(args.postgres, schema, conversation_ids, args.turns)
+    if os.environ.get('SOAK_KEEP'):
+        return soak
     async with await psycopg.AsyncConnection.connect(args.postgres, autocommit=True) as conn:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # pyright: ignore[reportArgumentType]
     return soak
