@@ -227,6 +227,19 @@ def activity_names(history: WorkflowHistory) -> list[str]:
     ]
 
 
+def patch_markers(history: WorkflowHistory) -> list[str]:
+    """The ids of the `workflow.patched()` markers recorded in `history` (pydantic-ai's too), in order."""
+    from temporalio.converter import PayloadConverter
+
+    converter = PayloadConverter.default
+    return [
+        converter.from_payload(event.marker_recorded_event_attributes.details['patch-data'].payloads[0])['id']
+        for event in history.events
+        if event.HasField('marker_recorded_event_attributes')
+        and event.marker_recorded_event_attributes.marker_name == 'core_patch'
+    ]
+
+
 async def replay(
     history: WorkflowHistory, *, workflows: Sequence[type], passthrough: Sequence[str] = ()
 ) -> WorkflowReplayResult:

@@ -17,6 +17,8 @@ from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.embeddings import Embedder
 
 from durable_recall import ConversationSearch, SlidingWindowCompaction, SnapshotHistorySource, StepPersistence
+from durable_recall.persistence import _capability as persistence_capability
+from durable_recall.persistence._patch import DEFER_WRITE_PATCH
 from durable_recall.search import SearchEngine
 
 from .._services.dbos import DBOSSystemDB, dbos_step_names, reexecute_workflow
@@ -57,6 +59,10 @@ async def test_search_is_a_step_that_recovery_does_not_rerun(
     steps = await dbos_step_names(workflow_id)
     # Compatibility data: the search is one step under this name.
     assert steps.count('recall_dbos_search__capability__conversation_search.search') == 1
+    # One write per run: run 7's queue (its prompt and the call) is in the model's view, so the
+    # search step has no write in front of it; the patch marker says this workflow may do so.
+    assert steps.count('recall_dbos_search__capability__step_persistence.save_steps') == 7
+    assert steps.count(f'DBOS.patch-{DEFER_WRITE_PATCH}') == 1
     counts = await row_counts(STORE, conversation_id)
 
     again = await reexecute_workflow(workflow_id)
@@ -115,7 +121,7 @@ async def test_hybrid_search_embeds_in_its_step_and_recovery_embeds_nothing(
             ' AND run_id IN (SELECT run_id FROM dr_runs WHERE conversation_id = ?)',
             (conversation_id,),
         ).fetchone()
-    assert rows == 7
+    assert rows == 6  # runs 1 to 6: run 7 is written at its end, after its search
     counts = await row_counts(HYBRID_STORE, conversation_id)
 
     again = await reexecute_workflow(workflow_id)
@@ -178,4 +184,27 @@ async def test_saves_embed_in_their_step_and_recovery_embeds_nothing(dbos: DBOS,
     assert isinstance(again, list) and quoted_search(again) == answer
     assert len(SAVING.documents) == embedded, 'recovery must reuse the recorded save steps, not embed again'
     assert SEARCHING.documents == [] and SEARCHING.queries == ['ledger export ZEBRA']
+    assert await dbos_step_names(workflow_id) == steps
+
+
+async def test_a_workflow_that_wrote_before_the_search_recovers(
+    dbos: DBOS, dbos_system_db: DBOSSystemDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workflow recorded by a release that wrote the queue before every search recovers on this one."""
+
+    async def older_release() -> bool:
+        return False  # no marker, and the queue is written first, as before the deferred write
+
+    monkeypatch.setattr(persistence_capability, 'deferral_allowed', older_release)
+    workflow_id = f'recall-older-{dbos_system_db.kind}-{uuid.uuid4()}'
+    conversation_id = f'conv-{uuid.uuid4()}'
+    with SetWorkflowID(workflow_id):
+        outputs = await dbos_recall(conversation_id)
+    steps = await dbos_step_names(workflow_id)
+    assert steps.count('recall_dbos_search__capability__step_persistence.save_steps') == 8
+    assert f'DBOS.patch-{DEFER_WRITE_PATCH}' not in steps
+    monkeypatch.undo()
+
+    again = await reexecute_workflow(workflow_id)
+    assert again == outputs
     assert await dbos_step_names(workflow_id) == steps

@@ -10,7 +10,10 @@ from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurabi
 from temporalio import workflow
 from temporalio.testing import WorkflowEnvironment
 
-from .._services.temporal import activity_names, replay, run_workflow
+from durable_recall.persistence import _capability as persistence_capability
+from durable_recall.persistence._patch import DEFER_WRITE_PATCH
+
+from .._services.temporal import activity_names, patch_markers, replay, run_workflow
 from ._persistence import row_counts, sqlite_store
 from ._recall_script import DETAIL, TURNS, converse, quoted_search, recall_capabilities, recall_model
 
@@ -73,10 +76,32 @@ async def test_search_is_an_activity_and_identical_under_replay(temporal_env: Wo
     # Compatibility data: the search runs in the conversation-search toolset's activity.
     names = activity_names(cached.history)
     assert names.count('agent__recall_cached__toolset__conversation-search__call_tool') == 1
-    # One write per run, plus one before the search so that it sees run 7's own steps.
-    assert names.count('agent__recall_cached__capability__step_persistence__save_steps') == 8
+    # One write per run: what run 7 queued before its search (its prompt and the call) is still in
+    # the model's view, so the search runs without a write in front of it.
+    assert names.count('agent__recall_cached__capability__step_persistence__save_steps') == 7
+    assert patch_markers(cached.history).count(DEFER_WRITE_PATCH) == 1
 
     before = await row_counts(STORE_REPLAYED, conversation_id)
     assert (await replay(replayed.history, workflows=[RecallReplayed])).replay_failure is None
     assert await row_counts(STORE_REPLAYED, conversation_id) == before
     assert (await replay(replayed.history, workflows=[RecallReplayedChanged])).replay_failure is not None
+
+
+async def test_a_history_that_wrote_before_the_search_still_replays(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workflow recorded by a release that wrote the queue before every search replays on this one."""
+
+    async def older_release() -> bool:
+        return False  # no marker, and the queue is written first, as before the deferred write
+
+    monkeypatch.setattr(persistence_capability, 'deferral_allowed', older_release)
+    older = await run_workflow(
+        temporal_env, RecallReplayed.run, f'conv-{uuid.uuid4()}', workflows=[RecallReplayed], max_cached_workflows=0
+    )
+    names = activity_names(older.history)
+    assert names.count('agent__recall_replayed__capability__step_persistence__save_steps') == 8
+    assert DEFER_WRITE_PATCH not in patch_markers(older.history)
+    monkeypatch.undo()
+
+    assert (await replay(older.history, workflows=[RecallReplayed])).replay_failure is None

@@ -19,9 +19,11 @@ from ..base import MAX_RUN_ID_LENGTH, PersistBatch, RunRegistration, SnapshotDel
 from ..search import check_embedding
 from ..stores import BatchSaver, StepStore, open_spec_store
 from ..text import SEARCH_TOOL_NAME
+from ._deferral import must_write_first, remember_written
 from ._delta import diff_history, is_identity
 from ._guard import refuse_workflow_code
 from ._index_on_save import index_saved
+from ._patch import deferral_allowed
 from ._replayed import check_replayed
 from ._settled import snapshot_state
 
@@ -55,8 +57,10 @@ class StepPersistence(AbstractCapability[Any]):
     When to write: outside a workflow each snapshot is written at its step boundary. Inside
     Temporal or DBOS workflow code the engine's own journal already makes every step durable, so
     snapshots are queued (in deterministic workflow state) and written in one operation at run
-    end, at run failure, before a `search_conversation_history` call (so recall sees the whole
-    run), and whenever `max_batch_steps` snapshots or `max_batch_bytes` of messages are queued.
+    end, at run failure, before a `search_conversation_history` call when the queue holds a
+    message the model no longer sees (so recall finds what compaction dropped; a queue the model
+    still sees whole waits, and the search runs without a write in front of it), and whenever
+    `max_batch_steps` snapshots or `max_batch_bytes` of messages are queued.
     That keeps a workflow's event history within a small factor of the history without
     persistence instead of adding an activity per step.
 
@@ -72,7 +76,8 @@ class StepPersistence(AbstractCapability[Any]):
         max_batch_steps: In workflow code, write once this many snapshots are queued.
         max_batch_bytes: In workflow code, write once the queued messages reach this many bytes
             of JSON, keeping each operation's payload far below Temporal's 2 MB limit.
-        flush_before_tools: Tool names before whose calls queued snapshots are written.
+        flush_before_tools: Tool names before whose calls queued snapshots are written, when the
+            queue holds a message the model no longer sees.
         index_on_save: Index the snapshots in the same durable operation that saves them, after
             they commit, so that a search finds the index current instead of catching it up
             inside the activity or step a turn waits on (see docs/scale-out.md). `False` leaves
@@ -108,6 +113,9 @@ class StepPersistence(AbstractCapability[Any]):
     _registration: RunRegistration | None = field(default=None, init=False, repr=False, compare=False)
     _pending: list[SnapshotDelta] = field(default_factory=list[SnapshotDelta], init=False, repr=False, compare=False)
     _pending_bytes: int = field(default=0, init=False, repr=False, compare=False)
+    _queued: list[list[ModelMessage]] = field(
+        default_factory=list[list[ModelMessage]], init=False, repr=False, compare=False
+    )
     _core_run_id: str | None = field(default=None, init=False, repr=False, compare=False)
     _recent: _RecentRuns = field(default_factory=lambda: _RecentRuns(), init=False, repr=False, compare=False)
     _embeds: bool = field(default=False, init=False, repr=False, compare=False)
@@ -213,8 +221,10 @@ class StepPersistence(AbstractCapability[Any]):
     async def before_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
     ) -> Any:
-        """Write queued snapshots before a recall tool runs, so it can find this run's steps."""
-        if call.tool_name in self.flush_before_tools:
+        """Write queued snapshots before a recall tool runs, when it could need them (`_deferral`)."""
+        if call.tool_name in self.flush_before_tools and (
+            must_write_first(self._queued, ctx.messages) or not await deferral_allowed()
+        ):
             await self._flush(ctx)
         return args
 
@@ -257,6 +267,7 @@ class StepPersistence(AbstractCapability[Any]):
             self._next_index += 1
             self._saved = current
             self._pending.append(delta)
+            self._queued.append(current)
             self._pending_bytes += sum(len(body) for body in delta.messages)
         batch_full = len(self._pending) >= self.max_batch_steps or self._pending_bytes >= self.max_batch_bytes
         if flush or batch_full or not ctx.in_durable_context:
@@ -266,10 +277,14 @@ class StepPersistence(AbstractCapability[Any]):
         if not self._pending and self._registration is None:
             return
         batch = PersistBatch(registration=self._registration, deltas=self._pending)
+        queued = self._queued
         self._registration = None
         self._pending = []
+        self._queued = []
         self._pending_bytes = 0
         await self.save_steps(ctx, batch)
+        if ctx.in_durable_context:
+            remember_written(queued)
         if self._next_index and self._core_run_id is not None and self._store_run_id is not None:
             self._recent.remember(self._core_run_id, _SavedRun(self._store_run_id, self._next_index - 1, self._saved))
 
