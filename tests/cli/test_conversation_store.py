@@ -158,6 +158,15 @@ def test_index_catches_the_conversation_store_index_up(tmp_path: Path, capsys: p
     assert run_cli(capsys, ['index', '--store', str(path), '--conversation', 'nope']).status == 1
 
 
+@pytest.mark.parametrize('flags', [['--ranking', 'hybrid'], ['--embedder', 'openai:text-embedding-3-small']])
+def test_index_refuses_to_embed_into_a_conversation_store(
+    conversation_db: tuple[Path, str], flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = conversation_db
+    result = run_cli(capsys, ['index', '--store', str(path), '--all', *flags])
+    assert_one_line_error(result, 'is a conversation store, which keeps no vectors', 'into a step store only')
+
+
 def _index_rows(path: Path) -> int:
     with closing(sqlite3.connect(path)) as conn:
         names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]

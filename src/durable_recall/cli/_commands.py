@@ -92,6 +92,11 @@ def check_command_line(args: argparse.Namespace) -> None:
         return
     if args.store is None:
         raise CliError(f'no store: pass --store PATH_OR_URL, or set {STORE_VARIABLE}', status=EXIT_USAGE)
+    if args.command == 'index' and args.ranking == 'bm25' and args.embedder is not None:
+        raise CliError(
+            '--embedder embeds for hybrid ranking: drop --ranking bm25 (--embedder implies --ranking hybrid)',
+            status=EXIT_USAGE,
+        )
     if args.command != 'search':
         return
     if not ' '.join(args.query).strip():
@@ -139,7 +144,7 @@ async def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.command == 'index':
             from ._index import index_store
 
-            return await index_store(opened, args, out)
+            return await index_store(opened, args, out, err)
         from ._search import search_store
 
         return await search_store(opened, args, out, err)

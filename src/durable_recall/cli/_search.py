@@ -6,9 +6,10 @@ are the tool's, and the search catches the store's index up first, as the tool's
 progress bar counts the runs caught up). `--conversation C` is the tool's `scope='conversation'`
 for a run of conversation `C`; `--all` is `scope='all'`. `--json` adds the ranked matches as data (see `_matches`).
 
-`--ranking hybrid` is the tool's `ranking='hybrid'` with the local default embedder (a command
-line has no way to build an `Embedder` of the user's choice): without the `semantic` extra it is
-a one-line error (exit status 1), not a search quietly done by BM25 alone.
+`--ranking hybrid` is the tool's `ranking='hybrid'` with the local default embedder (`search`
+takes no `Embedder` of the user's choice; `index --embedder` embeds for a Python search that
+does): without the `semantic` extra it is a one-line error (exit status 1), not a search quietly
+done by BM25 alone.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from ._outcome import Outcome
 from ._request import ORDERS, Order, SearchRequest, SearchScope
 from ._snapshot_source import SnapshotHistorySource
 from ._toolset import tool_description
-from ._update import check_embedding, embed_indexed, update_index
+from ._update import check_embedding, embed_indexed, embed_scope, update_index
 
 # Messages are encoded and decoded from this layer's first call on: build pydantic-ai's message
 # adapter now, with the rest of a worker's startup, not in its first search or save.
@@ -37,6 +37,7 @@ __all__ = (
     'SnapshotHistorySource',
     'check_embedding',
     'embed_indexed',
+    'embed_scope',
     'tool_description',
     'update_index',
 )

@@ -27,7 +27,7 @@ from ._semantic import SemanticIndex
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder
 
-__all__ = ('check_embedding', 'embed_indexed', 'update_index')
+__all__ = ('check_embedding', 'embed_indexed', 'embed_scope', 'update_index')
 
 
 def check_embedding(ranking: Ranking | None, embedder: Embedder | None, store: object, owner: str) -> bool:
@@ -64,6 +64,20 @@ async def embed_indexed(store: StepStore, embedder: Embedder | None, run_ids: Se
     corpus = StoreCorpus(store)
     found = await corpus.storage.load_runs(run_ids)
     rows = [found[run_id] for run_id in dict.fromkeys(run_ids) if run_id in found]
+    return await _embed(store, corpus, embedder, rows)
+
+
+async def embed_scope(store: StepStore, embedder: Embedder | None, conversation_id: str | None) -> int:
+    """Embed what the index holds for one conversation (`None`: the whole store) and no vector has.
+
+    `update_index`'s second step, on its own for a caller that reports the count (the command
+    line's `index --ranking hybrid`); the BM25 index is expected caught up first.
+
+    Returns:
+        The messages embedded (0 when every indexed message has a vector under the model).
+    """
+    corpus = StoreCorpus(store)
+    rows = await corpus.storage.scope_runs(conversation_id, all_scopes=conversation_id is None)
     return await _embed(store, corpus, embedder, rows)
 
 
@@ -115,9 +129,7 @@ async def update_index(
     hybrid = check_embedding(ranking, embedder, store, 'update_index')
     problems = await update_bm25(store, conversation_id, progress=progress)
     if hybrid and isinstance(store, StepStore):
-        corpus = StoreCorpus(store)
-        rows = await corpus.storage.scope_runs(conversation_id, all_scopes=conversation_id is None)
-        await _embed(store, corpus, embedder, rows)
+        await embed_scope(store, embedder, conversation_id)
     return problems
 
 
