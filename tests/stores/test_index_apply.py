@@ -20,7 +20,7 @@ from durable_recall.index import (
 from durable_recall.index._chunks import SEAL_AT
 from durable_recall.stores import InMemoryStepStore, StepStore
 
-from .test_index_storage import change, postings, started, view
+from ._index_commits import change, postings, started, view
 
 
 class _Suspend:

@@ -33,7 +33,7 @@ from durable_recall.stores.postgres._groups import (
 
 from ..search._stub import context
 from ._helpers import messages, postgres_without_groups, registration, save_history
-from .test_index_storage import change, started, view
+from ._index_commits import change, started, view
 
 pytestmark = pytest.mark.anyio
 
@@ -84,7 +84,7 @@ class Stores:
     schema: str
 
     async def commit(self, run_id: str, **kwargs: Any) -> None:
-        """The same catch-up of `run_id` (see `test_index_storage.change`) committed to both."""
+        """The same catch-up of `run_id` (see `_index_commits.change`) committed to both."""
         for store in (self.postgres, self.memory):
             await store.index_storage().commit(await change(store, run_id, **kwargs))
 
