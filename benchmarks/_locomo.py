@@ -100,6 +100,7 @@ class Side:
     """One configuration's figures over every chat."""
 
     label: str
+    limit: int = 10
     evidence: int = 0
     at10: int = 0
     answer_bytes: list[int] = field(default_factory=list[int])
@@ -107,7 +108,7 @@ class Side:
 
     def add(self, answer: str, question: LocomoQuestion) -> None:
         self.evidence += len(question.evidence)
-        self.at10 += recalled(first_blocks(answer), question.evidence)
+        self.at10 += recalled(first_blocks(answer, self.limit), question.evidence)
         self.answer_bytes.append(len(answer.encode()))
 
     def row(self) -> str:

@@ -1,7 +1,8 @@
 """Recall on LoCoMo chats: `python -m benchmarks.locomo --data ../shared/data/locomo-dev` (see `benchmarks._locomo`).
 
 Options: `--budgets 4000,8000,16000` (the answer budgets measured besides the default), `--no-hybrid`,
-`--no-autorecall`,
+`--no-autorecall`, `--matches 10,50` (also the evidence among the first k matches shown alone, no
+context: what ranking alone reaches),
 `--no-reference`, `--reference-python PATH` (a Python with pydantic-ai-harness 0.62; default: the
 cached reference venv, created on first use), `--chats 26,30` (a subset), `--work DIR` (keep the
 played stores there and reuse them on the next run).
@@ -36,6 +37,29 @@ async def _played(chat: LocomoChat, work: Path) -> Path:
     if not path.exists():
         await _play(SqliteStepStore(database=path), chat)  # pyright: ignore[reportArgumentType]
     return path
+
+
+async def _matches_alone(sides: dict[str, Side], ranking: str, path: Path, chat: LocomoChat, depths: list[int]) -> None:
+    """The evidence among the first k matches themselves: no context, a budget that never binds."""
+    store = SqliteStepStore(database=path)
+    try:
+        tool = ConversationSearch(
+            SnapshotHistorySource(store),
+            scope='conversation',
+            ranking=ranking,  # pyright: ignore[reportArgumentType]
+            context_lines=0,
+            max_matches=max(depths),
+            max_result_bytes=1_000_000,
+        )
+        ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), conversation_id=chat.conversation_id)
+        for question in chat.questions:
+            answer = await tool.search(ctx, SearchRequest(query=question.text))
+            for depth in depths:
+                label = f'{ranking}: the first {depth} matches alone'
+                side = sides.setdefault(label, Side(label, limit=depth))
+                side.add(answer, question)
+    finally:
+        await store.aclose()
 
 
 async def _ours(sides: dict[str, Side], label: str, path: Path, chat: LocomoChat, **options: Any) -> None:
@@ -91,6 +115,7 @@ async def measure(args: argparse.Namespace) -> str:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix='bench-locomo-'))
     work.mkdir(parents=True, exist_ok=True)
     budgets = [int(value) for value in args.budgets.split(',')] if args.budgets else []
+    depths = [int(value) for value in args.matches.split(',')] if args.matches else []
     sides: dict[str, Side] = {}
     auto: dict[str, Side] = {}
     rankings = ['bm25'] if args.no_hybrid else ['bm25', 'hybrid']
@@ -103,6 +128,8 @@ async def measure(args: argparse.Namespace) -> str:
                 await _ours(
                     sides, f'ours, {ranking}, {budget:,} bytes', played, chat, ranking=ranking, max_result_bytes=budget
                 )
+            if depths:
+                await _matches_alone(sides, ranking, played, chat, depths)
         if not args.no_autorecall:
             await auto_recall(chat, played, auto)
         if not args.no_reference:
@@ -130,6 +157,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--budgets', default='4000,8000,16000', help='answer budgets measured (bytes, comma-separated)')
     parser.add_argument('--chats', help='only these files (stems, comma-separated)')
     parser.add_argument('--work', help='keep the played stores here (reused when present)')
+    parser.add_argument(
+        '--matches', help='also: the evidence among the first k matches alone, no context (k comma-separated)'
+    )
     parser.add_argument('--no-hybrid', action='store_true')
     parser.add_argument('--no-reference', action='store_true')
     parser.add_argument('--no-autorecall', action='store_true')
