@@ -87,7 +87,8 @@ class TestDefaultSandbox:
         history = await client.get_workflow_handle(workflow_id).fetch_history()
         names = activity_names(history)
         assert names.count('agent__sandbox_support__toolset__conversation-search__call_tool') == 1
-        assert names.count('agent__sandbox_support__capability__step_persistence__save_steps') == 8
+        # One write per run: run 7's search has no write in front of it (its queue is in view).
+        assert names.count('agent__sandbox_support__capability__step_persistence__save_steps') == 7
 
         # The replayer takes the same plugins, and replaying writes nothing.
         counts = await row_counts(store, conversation_id)

@@ -65,7 +65,7 @@ async def test_hybrid_search_embeds_in_its_activity_and_replays(temporal_env: Wo
             ' AND run_id IN (SELECT run_id FROM dr_runs WHERE conversation_id = ?)',
             (conversation_id,),
         ).fetchone()
-    assert rows == 7
+    assert rows == 6  # runs 1 to 6: run 7 is written at its end, after its search
     assert (await replay(done.history, workflows=[RecallHybrid])).replay_failure is None
     assert len(MODEL.documents) == embedded and MODEL.queries == ['ledger export ZEBRA']
 
