@@ -65,7 +65,7 @@ class TestContextAcrossRuns:
         assert answer.splitlines()[2:] == [
             # One header (the first line's run and time); a run where it changes, a time after a
             # gap of 10 minutes or more (a reply a minute after its prompt shows none).
-            '[score: 1.5 | run: r0 | 2026-01-01 09:25 UTC]',
+            '[score: 1.7 | run: r0 | 2026-01-01 09:25 UTC]',
             ' [0] User: we planned the trip',
             ' [1] Assistant: sounds good',
             '  (run: r1 | 2026-01-02 09:25 UTC)',

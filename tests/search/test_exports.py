@@ -22,6 +22,7 @@ def test_all_is_pinned() -> None:
         'SnapshotHistorySource',
         'check_embedding',
         'embed_indexed',
+        'embed_scope',
         'tool_description',
         'update_index',
     ]

@@ -43,7 +43,7 @@ class TestLayout:
             '>[2] User: alpha alpha epsilon',  # its window met the first one's: one block, both marked
             ' [3] Assistant: zeta',
         ]
-        assert blocks[-1].splitlines()[0] == '[score: 0.9 | run: r2 | 2026-01-01 00:00 UTC]'
+        assert blocks[-1].splitlines()[0] == '[score: 1.0 | run: r2 | 2026-01-01 00:00 UTC]'
 
     async def test_role_words_are_not_searchable(self) -> None:
         answer = await search_all(six_messages()).search(context(), request('user assistant'))
