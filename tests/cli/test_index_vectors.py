@@ -1,9 +1,9 @@
 """`index --ranking hybrid` and `index --embedder MODEL`: vectors at index time, for hybrid searches.
 
 The embedder is pydantic-ai's own `Embedder`, made from the name on the command line; the name
-`test:concepts` resolves (through pydantic-ai's model inference, patched here) to the hybrid
-tests' keyword model, whose calls are counted: after the command, a hybrid search through the
-library with the same model asks it for the query's vector and for no message's.
+`test:concepts` resolves (through pydantic-ai's model inference, patched by `conftest`'s `models`
+fixture) to the hybrid tests' keyword model, whose calls are counted: after the command, a hybrid
+search through the library with the same model asks it for the query's vector and for no message's.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pydantic_ai.embeddings import Embedder, EmbeddingModel
+from pydantic_ai.embeddings import Embedder
 
 from durable_recall.search import SearchRequest
 
@@ -31,24 +30,6 @@ pytestmark = needs_numpy
 
 _LOCAL_MODEL = 'sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:384'
 """How the local default's vectors are keyed in `dr_vectors` (provider, model, dimensions)."""
-
-
-@pytest.fixture
-def models(monkeypatch: pytest.MonkeyPatch) -> dict[str, ConceptEmbeddingModel]:
-    """The models `--embedder test:NAME` resolves to, by name: `test:down` fails every call."""
-    made: dict[str, ConceptEmbeddingModel] = {}
-
-    def infer(name: str | EmbeddingModel, **options: Any) -> EmbeddingModel:
-        if isinstance(name, EmbeddingModel):  # the model the `Embedder` resolved at construction
-            return name
-        provider, _, model = name.partition(':')
-        if provider != 'test':
-            raise ValueError(f'Unknown provider: {provider}')
-        made[model] = ConceptEmbeddingModel(model, fail=model == 'down')
-        return made[model]
-
-    monkeypatch.setattr('pydantic_ai.embeddings.infer_embedding_model', infer)
-    return made
 
 
 def vectors(store: str, model: str = 'test:concepts:6') -> int:

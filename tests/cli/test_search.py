@@ -119,6 +119,7 @@ class TestJson:
             'context_lines',
             'ranking',
             'hybrid_weight',
+            'embedder',
             'answer',
             'total_matches',
             'shown_matches',

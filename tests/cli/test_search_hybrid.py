@@ -52,9 +52,9 @@ def test_hybrid_is_the_tools_hybrid_answer(
     assert vectors > 0
 
     document = json.loads(run_cli(capsys, [*base, '--ranking', 'hybrid', '--json']).out)
-    assert (document['ranking'], document['hybrid_weight']) == ('hybrid', 0.5)
+    assert (document['ranking'], document['hybrid_weight'], document['embedder']) == ('hybrid', 0.5, 'all-MiniLM-L6-v2')
     bm25 = json.loads(run_cli(capsys, [*base, '--json']).out)
-    assert (bm25['ranking'], bm25['hybrid_weight']) == ('bm25', None)
+    assert (bm25['ranking'], bm25['hybrid_weight'], bm25['embedder']) == ('bm25', None, None)
 
 
 @pytest.mark.parametrize(
@@ -93,5 +93,6 @@ def test_hybrid_without_the_semantic_extra_is_one_line(populated: Populated) -> 
         'durable-recall: error: --ranking hybrid needs the semantic extra for its local embedding model '
         "(sentence_transformers is not installed): pip install -e '.[semantic]' in a checkout of durable-recall "
         "(pip install 'durable-recall[semantic]' from a package index); for a CPU-only torch, first: "
-        'pip install torch --index-url https://download.pytorch.org/whl/cpu; or search with --ranking bm25\n'
+        'pip install torch --index-url https://download.pytorch.org/whl/cpu; '
+        'or search with --embedder PROVIDER:MODEL, or with --ranking bm25\n'
     )

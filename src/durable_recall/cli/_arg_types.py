@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from ._errors import EXIT_USAGE, CliError
 
-__all__ = ('Parser', 'duration', 'fraction', 'non_empty', 'number')
+__all__ = ('Parser', 'duration', 'embedding_model', 'fraction', 'non_empty', 'number')
 
 
 class Parser(argparse.ArgumentParser):
@@ -42,6 +42,18 @@ def non_empty(text: str) -> str:
     """
     if not text.strip():
         raise argparse.ArgumentTypeError('is empty: pass a SQLite path or a postgresql:// URL')
+    return text
+
+
+def embedding_model(text: str) -> str:
+    """An argparse `type` for `--embedder`: an empty name (`--embedder ''`, an unset variable) is a usage error.
+
+    Left alone, it would reach pydantic-ai as a model name and fail later with a message about providers.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            'is empty: pass a pydantic-ai embedding model name such as openai:text-embedding-3-small'
+        )
     return text
 
 

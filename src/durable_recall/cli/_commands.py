@@ -92,9 +92,9 @@ def check_command_line(args: argparse.Namespace) -> None:
         return
     if args.store is None:
         raise CliError(f'no store: pass --store PATH_OR_URL, or set {STORE_VARIABLE}', status=EXIT_USAGE)
-    if args.command == 'index' and args.ranking == 'bm25' and args.embedder is not None:
+    if args.command in ('index', 'search') and args.ranking == 'bm25' and args.embedder is not None:
         raise CliError(
-            '--embedder embeds for hybrid ranking: drop --ranking bm25 (--embedder implies --ranking hybrid)',
+            '--embedder is for hybrid ranking: drop --ranking bm25 (--embedder implies --ranking hybrid)',
             status=EXIT_USAGE,
         )
     if args.command != 'search':

