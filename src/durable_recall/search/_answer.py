@@ -182,9 +182,12 @@ def render_block(
     return '\n'.join(out)
 
 
-def block_header(block: Block, names: Mapping[int, str], *, conversation: bool) -> str:
-    """A block's header: its best score, its first line's run (and conversation, store-wide) and time."""
-    first = block.lines[0]
+def block_header(block: Block, names: Mapping[int, str], *, conversation: bool, first: Line | None = None) -> str:
+    """A block's header: its best score, its first line's run (and conversation, store-wide) and time.
+
+    `first` stands for the block's first line: what the header would be, were the block to start there.
+    """
+    first = block.lines[0] if first is None else first
     label = f'run: {names[first.run_key]}'
     if conversation and first.run.conversation_id:
         label += f' | conversation: {first.run.conversation_id}'

@@ -74,14 +74,25 @@ def render(
             cost = change_costs[pair] = len(change.encode()) + 1 if change else 0
         return cost
 
+    def header_cost(block: Block, first: Line) -> int:
+        """The header's bytes were `first` the block's first line (the header names its run and time)."""
+        return len(_answer.block_header(block, names, conversation=conversation, first=first).encode())
+
     def size(block: Block) -> int:
         """`len(rendered(block).encode())`, from each line's and each change's cost (kept per message)."""
         lines = block.lines
-        header = len(_answer.block_header(block, names, conversation=conversation).encode())
-        return header + sum(map(line_cost, lines)) + sum(map(change_cost, lines, lines[1:]))
+        return header_cost(block, lines[0]) + sum(map(line_cost, lines)) + sum(map(change_cost, lines, lines[1:]))
+
+    def widened(block: Block, line: Line, side: str) -> int:
+        """What `size` gains when `line` joins `block` on `side`: its line, one change, and on the left a new header."""
+        if side == 'right':
+            return line_cost(line) + change_cost(block.lines[-1], line)
+        first = block.lines[0]
+        header = header_cost(block, line) - header_cost(block, first)
+        return header + line_cost(line) + change_cost(line, first)
 
     blocks, left_out = compose(
-        hits, set(), budget=budget, size=size, asks_reply=asks_reply, separator=len(_answer.SEPARATOR)
+        hits, set(), budget=budget, size=size, widened=widened, asks_reply=asks_reply, separator=len(_answer.SEPARATOR)
     )
     shown = [hit for block in blocks for hit in block.hits]
     return [rendered(block) for block in blocks], shown, len(shown) + left_out

@@ -64,6 +64,7 @@ def compose(
     *,
     budget: int,
     size: Callable[[Block], int],
+    widened: Callable[[Block, Line, str], int],
     asks_reply: Callable[[Line], bool],
     separator: int,
 ) -> tuple[list[Block], int]:
@@ -74,13 +75,17 @@ def compose(
         shown: Messages shown already (by earlier calls for the same answer); extended.
         budget: Bytes the blocks and their separators may take.
         size: A block's rendered size in bytes.
+        widened: The bytes a block grows by when `line` joins it on `side` (`'right'`, `'left'`):
+            what `size` would say of the widened block less what it says of the block. Widening
+            is the inner loop of composing (a block grows a message at a time, round after round),
+            and measuring the whole block again at each step made composing quadratic in its size.
         asks_reply: Whether a message's partner is the one after it (a user message), else before it.
         separator: The bytes between two blocks.
     """
     blocks: list[Block] = []
     owner: dict[Doc, Block] = {}
     left_out = 0
-    growth = _Growth(blocks, owner, 0, budget=budget, size=size, separator=separator)
+    growth = _Growth(blocks, owner, 0, budget=budget, size=size, widened=widened, separator=separator)
     for number, hit in enumerate(hits):
         found = (hit.candidate.run_key, hit.candidate.position)
         if found in shown or found in owner:
@@ -129,10 +134,11 @@ class _Growth:
         *,
         budget: int,
         size: Callable[[Block], int],
+        widened: Callable[[Block, Line, str], int],
         separator: int,
     ) -> None:
         self.blocks, self.owner, self.used, self.budget = blocks, owner, used, budget
-        self.size, self.separator = size, separator
+        self.size, self.widened, self.separator = size, widened, separator
         self.sizes = {id(block): size(block) for block in blocks}
         self.pending: dict[Doc, Hit] = {}
         """Hits left out for want of room, by their message: marked where a block widens into them."""
@@ -164,13 +170,12 @@ class _Growth:
                 pool.clear()
                 return False
             return self._merge(block, other, side)
-        lines = [*block.lines, line] if side == 'right' else [line, *block.lines]
-        new = self.size(Block(lines, block.hits, block.left, block.right))
+        new = self.sizes[id(block)] + self.widened(block, line, side)
         if self.used + new - self.sizes[id(block)] > self.budget:
             pool.clear()
             return False
         pool.pop(0)
-        block.lines = lines
+        block.lines = [*block.lines, line] if side == 'right' else [line, *block.lines]
         self.owner[_doc(line)] = block
         absorbed = self.pending.pop(_doc(line), None)
         if absorbed is not None:
