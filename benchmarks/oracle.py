@@ -3,7 +3,9 @@
 Documents are messages, rendered with our `index_text` and split with our `tokenize`, so the
 oracle and the search agree on what a term is; everything after that (document frequency, idf,
 the average length, the score) is computed here from scratch, without the library's ranking code.
-The idf is Lucene's `ln(1 + (N - df + 0.5) / (df + 0.5))`, as the search documents.
+The idf is Lucene's `ln(1 + (N - df + 0.5) / (df + 0.5))`, as the search documents. A query is
+searched without its stopwords (the library's list by default) unless it has no other word, as
+the search does.
 
 `overlap_at` compares a search's top results with the oracle's, counting a result as agreeing
 when its oracle score is at least the oracle's k-th best score, so ties at the cut do not count
@@ -14,12 +16,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage
 
-from durable_recall.text import index_text, tokenize
+from durable_recall.text import ENGLISH_STOPWORDS, index_text, tokenize
 
 __all__ = ('Oracle', 'overlap_at')
 
@@ -39,9 +41,17 @@ class Oracle:
     oracle shares no code with what it checks.
     """
 
-    def __init__(self, messages: Sequence[ModelMessage], *, k1: float = 1.5, b: float = 0.3) -> None:
+    def __init__(
+        self,
+        messages: Sequence[ModelMessage],
+        *,
+        k1: float = 1.5,
+        b: float = 0.3,
+        stopwords: Collection[str] = ENGLISH_STOPWORDS,
+    ) -> None:
         self.k1 = k1
         self.b = b
+        self.stop = {term for word in stopwords for term in tokenize(word)}
         self.documents: list[_Document] = []
         for message in messages:
             terms = tokenize(index_text(message))
@@ -49,7 +59,9 @@ class Oracle:
 
     def scores(self, query: str) -> list[float]:
         """Every document's score for the query, in document order."""
-        terms = list(dict.fromkeys(tokenize(query)))[:_MAX_QUERY_TERMS]
+        terms = list(dict.fromkeys(tokenize(query)))
+        terms = [term for term in terms if term not in self.stop] or terms
+        terms = terms[:_MAX_QUERY_TERMS]
         n = len(self.documents)
         if n == 0:
             return []

@@ -270,7 +270,8 @@ async def main():
     store = SqliteStepStore({str(tmp_path / 'small.db')!r})
     conversation = generate_conversation(81, 300, conversation_id='c-small')
     await write_conversation(store, conversation, window=12)
-    search = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+    # Every word searched, the commonest too (`stopwords=()`): even those stay under `MIN_ROWS`.
+    search = ConversationSearch(SnapshotHistorySource(store), scope='conversation', stopwords=())
     for query in make_queries(conversation, 8, 81):
         answer = await search.search(context(conversation_id='c-small'), SearchRequest(query=query))
         assert answer.split(' ', 1)[0].isdigit(), answer[:200]

@@ -39,9 +39,11 @@ async def test_a_search_reads_its_windows_at_once(store: StepStore, monkeypatch:
     conversation = generate_conversation(13, 200, conversation_id='c-ahead')
     await write_conversation(store, conversation, window=12)
     ctx = context(conversation_id='c-ahead')
+    # The generated prose queries pair a common word with two that a small conversation may not
+    # hold: every word is searched (`stopwords=()`), so that each query has hits to read.
     queries = make_queries(conversation, 12, 13)
     expected = [
-        await ConversationSearch(SnapshotHistorySource(store), scope='conversation').search(
+        await ConversationSearch(SnapshotHistorySource(store), scope='conversation', stopwords=()).search(
             ctx, SearchRequest(query=query)
         )
         for query in queries
@@ -67,7 +69,7 @@ async def test_a_search_reads_its_windows_at_once(store: StepStore, monkeypatch:
     for query, answer in zip(queries, expected, strict=True):
         reads.clear()
         loads.clear()
-        cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation')
+        cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation', stopwords=())
         assert await cold.search(ctx, SearchRequest(query=query)) == answer
         read = [(run_id, seq) for wanted in reads for run_id, seqs in wanted.items() for seq in seqs]
         assert len(read) == len(set(read)), 'a log entry was read twice'

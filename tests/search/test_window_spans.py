@@ -50,14 +50,14 @@ async def _spans_read(store: StepStore, monkeypatch: pytest.MonkeyPatch, context
             return found
 
         monkeypatch.setattr(storage_type, 'view', viewing)
-    plain = ConversationSearch(Plain(store), scope='conversation', context_lines=context_lines, max_matches=2)
+    # Every word searched (`stopwords=()`): a generated query's common word gives it hits to show.
+    options: dict[str, Any] = {'context_lines': context_lines, 'max_matches': 2, 'stopwords': ()}
+    plain = ConversationSearch(Plain(store), scope='conversation', **options)
     read: list[bool] = []
     for query in make_queries(conversation, 10, 17):
         ask = SearchRequest(query=query)
         calls.clear()
-        cold = ConversationSearch(
-            SnapshotHistorySource(store), scope='conversation', context_lines=context_lines, max_matches=2
-        )
+        cold = ConversationSearch(SnapshotHistorySource(store), scope='conversation', **options)
         assert await cold.search(ctx, ask) == await plain.search(ctx, ask), query
         read.append(bool(calls))
     return read

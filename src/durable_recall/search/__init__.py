@@ -8,6 +8,7 @@ postings, and only the windows the answer shows are read back and rendered. The 
 from __future__ import annotations
 
 from ..base import warm_codec
+from ..text import ENGLISH_STOPWORDS
 from ._auto_recall import RECALL_KIND, AutoRecall
 from ._capability import ConversationSearch
 from ._engine import SearchEngine
@@ -26,6 +27,7 @@ __all__ = (
     'ORDERS',
     'RECALL_KIND',
     'AutoRecall',
+    'ENGLISH_STOPWORDS',
     'Candidate',
     'ConversationSearch',
     'Hit',

@@ -17,7 +17,7 @@ under DBOS a step, so a replay gets the recorded excerpt back and the part is id
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
@@ -30,7 +30,7 @@ from pydantic_ai.tools import RunContext
 
 from ..history import HistorySource
 from ..index import Bm25Params
-from ..text import index_text
+from ..text import ENGLISH_STOPWORDS, check_stopwords, index_text
 from ._embedding import Ranking, check_ranking
 from ._engine import SearchEngine
 from ._fusion import DEFAULT_WEIGHT
@@ -66,6 +66,7 @@ class AutoRecall(AbstractCapability[Any]):
         hybrid_weight: As for `ConversationSearch`.
         bm25_k1: As for `ConversationSearch`.
         bm25_b: As for `ConversationSearch`.
+        stopwords: As for `ConversationSearch` (the prompt is searched without them).
         id: The capability's id, which names its durable operation (`<id>__recall` under Temporal):
             compatibility data for running workflows; give each `AutoRecall` of an agent its own.
 
@@ -86,6 +87,7 @@ class AutoRecall(AbstractCapability[Any]):
     hybrid_weight: float = DEFAULT_WEIGHT
     bm25_k1: float = _DEFAULTS.k1
     bm25_b: float = _DEFAULTS.b
+    stopwords: Collection[str] = ENGLISH_STOPWORDS
     id: str | None = 'auto_recall'
     _engine: SearchEngine = field(init=False, repr=False)
 
@@ -119,6 +121,7 @@ class AutoRecall(AbstractCapability[Any]):
             ranking=self.ranking,
             embedder=self.embedder,
             hybrid_weight=float(self.hybrid_weight),
+            stopwords=check_stopwords(self.stopwords),
         )
 
     async def before_model_request(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from ..base import DurableRecallDeprecationWarning
 from ..history import HistorySource
 from ..index import Bm25Params
 from ..stores import open_spec_store
-from ..text import SEARCH_TOOL_NAME
+from ..text import ENGLISH_STOPWORDS, SEARCH_TOOL_NAME, check_stopwords
 from ._embedding import Ranking, check_ranking
 from ._engine import SearchEngine
 from ._fusion import DEFAULT_WEIGHT
@@ -49,6 +49,7 @@ _COMPARED = (
     'hybrid_weight',
     'show_hidden_tools',
     'hidden_tools',
+    'stopwords',
 )
 
 
@@ -100,6 +101,11 @@ class ConversationSearch(AbstractCapability[Any]):
         hidden_tools: Visibilities by tool name (`'redacted'` or `'private'`) for parts stored
             without a `ui_visibility` stamp: by an older pydantic-ai, or before a tool was marked.
             The stricter of a part's stamp and its tool's entry decides.
+        stopwords: Words a query is searched without, when it has others: by default the English
+            function words a question is phrased with (`ENGLISH_STOPWORDS`), which in a chat match
+            the other questions rather than the answer. Only the query changes (the index keeps
+            every word); a query of stopwords alone keeps them. Pass `()` to search every word, or
+            words of your own (another language's).
         id: The capability id; capabilities with one id are combined (see `combine`).
     """
 
@@ -118,6 +124,7 @@ class ConversationSearch(AbstractCapability[Any]):
     hybrid_weight: float = DEFAULT_WEIGHT
     show_hidden_tools: ShowHidden | None = None
     hidden_tools: Mapping[str, ShowHidden] = field(default_factory=dict[str, ShowHidden])
+    stopwords: Collection[str] = ENGLISH_STOPWORDS
     id: str | None = 'conversation_search'
 
     _engine: SearchEngine = field(init=False, repr=False, compare=False)
@@ -160,6 +167,7 @@ class ConversationSearch(AbstractCapability[Any]):
             ranking=self.ranking,
             embedder=self.embedder,
             hybrid_weight=float(self.hybrid_weight),
+            stopwords=check_stopwords(self.stopwords),
         )
         # One toolset for the capability's lifetime: durable engines register it by identity.
         self._toolset = build_toolset(

@@ -19,6 +19,7 @@ from pydantic_ai.embeddings import Embedder
 from ..base import DurableRecallError, StoreUnavailableError
 from ..history import HistorySource
 from ..index import Bm25Params, MemoryVectors, Progress, VectorStorage
+from ..text import stop_terms
 from . import _answer
 from ._blocks import render
 from ._corpus import Corpus, StoreCorpus
@@ -88,6 +89,7 @@ class SearchEngine:
         ranking: `'bm25'`, or `'hybrid'`: BM25 fused with embedding similarity (`_fusion`).
         embedder: Hybrid ranking's embedder (`None`: the local default, `_embedding`).
         hybrid_weight: The similarity side's share in fusion.
+        stopwords: Words left out of a query that has others (`text.ENGLISH_STOPWORDS`' rule).
 
     Raises:
         ValueError, TypeError, ImportError: A ranking configuration that cannot work (`check_ranking`).
@@ -102,6 +104,7 @@ class SearchEngine:
     ranking: Ranking = 'bm25'
     embedder: Embedder | None = None
     hybrid_weight: float = DEFAULT_WEIGHT
+    stopwords: frozenset[str] = frozenset()
     _rankers: Rankers = field(init=False, repr=False)
     _semantic: SemanticIndex | None = field(default=None, init=False, repr=False)
 
@@ -179,7 +182,7 @@ class SearchEngine:
         if problem is not None:
             return Outcome(fixed=problem)
         query = request.query.replace('\x00', ' ')
-        terms = query_terms(query)  # bounded: reads at most MAX_QUERY_BYTES of the query
+        terms = query_terms(query, stop_terms(self.stopwords))  # bounded: reads at most MAX_QUERY_BYTES of the query
         filters = filters_of(request)
         all_scopes = scope == 'all'
         ranker, lock = self._rankers.of(conversation_id, all_scopes=all_scopes)

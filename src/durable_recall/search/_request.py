@@ -13,6 +13,7 @@ seconds. 4 KiB is far more than any query needs, and tokenizes in about a millis
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, TypeAlias, cast
@@ -112,9 +113,17 @@ def search_text(query: str) -> str:
     return head.replace('\x00', ' ')
 
 
-def query_terms(query: str) -> list[str]:
-    """The distinct terms of `search_text(query)`, in order, at most `MAX_QUERY_TERMS`."""
-    return list(dict.fromkeys(tokenize(search_text(query))))[:MAX_QUERY_TERMS]
+def query_terms(query: str, stop: Collection[str] = ()) -> list[str]:
+    """The distinct terms of `search_text(query)`, in order, at most `MAX_QUERY_TERMS`.
+
+    Terms in `stop` (analysed stopwords, `text.stop_terms`) are left out, unless the query has no
+    other: a search for "who are you" still searches those words.
+    """
+    terms = list(dict.fromkeys(tokenize(search_text(query))))
+    if stop:
+        kept = [term for term in terms if term not in stop]
+        terms = kept or terms
+    return terms[:MAX_QUERY_TERMS]
 
 
 def check_request(request: SearchRequest) -> str | None:

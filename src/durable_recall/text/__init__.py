@@ -37,11 +37,15 @@ from ._markers import (
 )
 from ._render import DEFAULT_SKIP_TOOLS, NO_TEXT, SHORT_LIMIT, TEXT_LIMIT, display_lines, index_text
 from ._roles import ROLES, Role, message_role, message_time
+from ._stopwords import ENGLISH_STOPWORDS, check_stopwords, stop_terms
 from ._stored import Prepared, prepare_stored, stored_lines
 from ._tokenize import Token, iter_tokens, tokenize
 from ._visibility import HIDDEN_VISIBILITIES, WITHHELD, SkipTools, Visibility, withholds
 
 __all__ = (
+    'ENGLISH_STOPWORDS',
+    'check_stopwords',
+    'stop_terms',
     'OWN_NAMESPACE',
     'ANALYZERS',
     'ANALYZER_NAME',
