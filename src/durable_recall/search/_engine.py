@@ -19,7 +19,7 @@ from pydantic_ai.embeddings import Embedder
 from ..base import DurableRecallError, StoreUnavailableError
 from ..history import HistorySource
 from ..index import Bm25Params, MemoryVectors, Progress, VectorStorage
-from ..text import stop_terms
+from ..text import ENGLISH_STOPWORDS, stop_terms
 from . import _answer
 from ._blocks import render
 from ._corpus import Corpus, StoreCorpus
@@ -89,7 +89,7 @@ class SearchEngine:
         ranking: `'bm25'`, or `'hybrid'`: BM25 fused with embedding similarity (`_fusion`).
         embedder: Hybrid ranking's embedder (`None`: the local default, `_embedding`).
         hybrid_weight: The similarity side's share in fusion.
-        stopwords: Words left out of a query that has others (`text.ENGLISH_STOPWORDS`' rule).
+        stopwords: Words left out of a query that has others (`text.ENGLISH_STOPWORDS` by default, as the tool).
 
     Raises:
         ValueError, TypeError, ImportError: A ranking configuration that cannot work (`check_ranking`).
@@ -104,7 +104,7 @@ class SearchEngine:
     ranking: Ranking = 'bm25'
     embedder: Embedder | None = None
     hybrid_weight: float = DEFAULT_WEIGHT
-    stopwords: frozenset[str] = frozenset()
+    stopwords: frozenset[str] = ENGLISH_STOPWORDS
     _rankers: Rankers = field(init=False, repr=False)
     _semantic: SemanticIndex | None = field(default=None, init=False, repr=False)
 
