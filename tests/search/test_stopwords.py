@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -9,10 +11,12 @@ import pytest
 from pydantic_ai.messages import ModelMessage
 
 from durable_recall import ConversationSearch
+from durable_recall.index import Bm25Params
 from durable_recall.search import ENGLISH_STOPWORDS
 from durable_recall.search._request import query_terms
-from durable_recall.text import stop_terms
+from durable_recall.text import index_text, stop_terms, tokenize
 
+from ._oracle import rank
 from ._stub import T0, StubSource, context, reply, request, user
 
 pytestmark = pytest.mark.anyio
@@ -82,3 +86,21 @@ def test_a_bad_list_is_refused_at_construction(value: Any, message: str) -> None
     with pytest.raises(TypeError) as raised:
         ConversationSearch(_source(), scope='conversation', stopwords=value)
     assert str(raised.value) == message
+
+
+async def test_the_ranking_is_bm25_over_the_words_left() -> None:
+    """The engine's scores and order are the oracle's over the query's terms less the stopwords."""
+    source = _source()
+    history = await source.run_history('r2')  # the last run holds the whole chat
+    assert history is not None
+    messages = history.messages
+    docs = [tokenize(index_text(message)) for message in messages]
+    query = 'What did you think of the sunset, and what did you cook for dinner?'
+    left = [term for term in dict.fromkeys(tokenize(query)) if term not in stop_terms(ENGLISH_STOPWORDS)]
+    assert left == ['think', 'sunset', 'cook', 'dinner']
+    expected = rank(left, [Counter(doc) for doc in docs], [len(doc) for doc in docs], Bm25Params())
+    search = ConversationSearch(source, scope='conversation', context_lines=0, max_matches=20)
+    answer = await search.search(context(), request(query))
+    shown = re.findall(r'^\[score: ([0-9.]+) .*\n>\[(\d+)\]', answer, re.M)
+    assert [(f'{score:.1f}', str(index)) for index, score in expected] == shown
+    assert len(shown) == 4
