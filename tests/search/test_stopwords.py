@@ -8,9 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from durable_recall import ConversationSearch
+from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, StepStore
 from durable_recall.index import Bm25Params
 from durable_recall.search import ENGLISH_STOPWORDS
 from durable_recall.search._request import query_terms
@@ -104,3 +106,22 @@ async def test_the_ranking_is_bm25_over_the_words_left() -> None:
     shown = re.findall(r'^\[score: ([0-9.]+) .*\n>\[(\d+)\]', answer, re.M)
     assert [(f'{score:.1f}', str(index)) for index, score in expected] == shown
     assert len(shown) == 4
+
+
+async def test_on_every_store(store: StepStore) -> None:
+    """The same chat persisted by a real agent (`StepPersistence`), searched through the store's own index."""
+    replies = iter(['Not much, what did you do?', STATEMENT, 'What do you think I did?'])
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(next(replies))])
+
+    agent = Agent(FunctionModel(scripted), capabilities=[StepPersistence(store=store)])
+    history: list[ModelMessage] | None = None
+    for prompt in ['What did you do this weekend? What did you think of it?', 'Oh, you know me.', 'Did you cook?']:
+        history = (await agent.run(prompt, message_history=history, conversation_id='c1')).all_messages()
+    source = SnapshotHistorySource(store)
+    ask = request('What did you paint?')
+    answer = await ConversationSearch(source, scope='conversation', context_lines=0).search(context(), ask)
+    assert answer.startswith("1 match for 'What did you paint?'") and STATEMENT in _first_match(answer)
+    every_word = ConversationSearch(source, scope='conversation', context_lines=0, stopwords=())
+    assert STATEMENT not in _first_match(await every_word.search(context(), ask))
