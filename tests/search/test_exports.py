@@ -8,6 +8,7 @@ import durable_recall.text as text
 
 def test_all_is_pinned() -> None:
     assert list(search.__all__) == [
+        'ENGLISH_STOPWORDS',
         'ORDERS',
         'RECALL_KIND',
         'AutoRecall',

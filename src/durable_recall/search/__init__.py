@@ -24,10 +24,10 @@ from ._update import check_embedding, embed_indexed, embed_scope, update_index
 warm_codec()
 
 __all__ = (
+    'ENGLISH_STOPWORDS',
     'ORDERS',
     'RECALL_KIND',
     'AutoRecall',
-    'ENGLISH_STOPWORDS',
     'Candidate',
     'ConversationSearch',
     'Hit',
