@@ -1,4 +1,4 @@
-"""A 100-step single-run tool loop for the durable compaction tests, deterministic from the messages alone.
+"""A single-run tool loop (100 steps by default) for the durable compaction tests, replayable from its messages.
 
 Replay needs a model whose reply depends only on what it is sent: the next step number is one past
 the newest `call-<n>` in the history (the window always keeps the newest tool cycle), and after
@@ -18,7 +18,7 @@ from tests.compaction._loop import DETAIL_QUERY
 STEPS = int(os.environ.get('DR_LOOP_STEPS', '100'))
 
 
-def loop_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+def loop_reply(messages: list[ModelMessage], info: AgentInfo, steps: int = STEPS) -> ModelResponse:
     last = messages[-1]
     assert isinstance(last, ModelRequest)
     for part in last.parts:
@@ -33,7 +33,7 @@ def loop_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         ),
         default=0,
     )
-    if newest < STEPS:
+    if newest < steps:
         n = newest + 1
         return ModelResponse(parts=[ToolCallPart('step', {'n': n}, tool_call_id=f'call-{n}')])
     return ModelResponse(
@@ -41,5 +41,10 @@ def loop_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     )
 
 
-def loop_model() -> FunctionModel:
-    return FunctionModel(loop_reply, model_name='durable-loop')
+def loop_model(steps: int = STEPS) -> FunctionModel:
+    """The loop's model: `steps` calls of `step`, then the search, then the quote."""
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return loop_reply(messages, info, steps)
+
+    return FunctionModel(reply, model_name='durable-loop')

@@ -35,18 +35,48 @@ async def _own_rows(kit: StoreKit, run_id: str) -> dict[int, EntryKind]:
     return {seq: 'text' if text else 'compressed' for seq, text in rows}
 
 
+class LogReader:
+    """A SQL store's log rows, each run's read once: for many look-ups while the rows stay as they are.
+
+    Following references entry by entry re-reads the same runs' rows many times over (a query, and
+    on Postgres a connection, each): a test that looks up every entry of many runs reads through one
+    of these instead, after its last write.
+    """
+
+    def __init__(self, kit: StoreKit) -> None:
+        self.kit = kit
+        self._own: dict[str, dict[int, EntryKind]] = {}
+        self._refs: dict[str, list[RefRow]] = {}
+
+    async def own_rows(self, run_id: str) -> dict[int, EntryKind]:
+        """The run's entries holding a body of their own, by number: their kind."""
+        if run_id not in self._own:
+            self._own[run_id] = await _own_rows(self.kit, run_id)
+        return self._own[run_id]
+
+    async def ref_ranges(self, run_id: str) -> list[RefRow]:
+        """The run's reference ranges (see `ref_ranges`)."""
+        if run_id not in self._refs:
+            self._refs[run_id] = await ref_ranges(self.kit, run_id)
+        return self._refs[run_id]
+
+    async def owner(self, run_id: str, seq: int) -> tuple[str, int, int] | None:
+        """`(run_id, seq, hops)`: the row holding the body of the entry, and the references followed to it."""
+        for hops in range(100):
+            if seq in await self.own_rows(run_id):
+                return run_id, seq, hops
+            for first, count, ref_run_id, ref_seq in await self.ref_ranges(run_id):
+                if first <= seq < first + count:
+                    run_id, seq = ref_run_id, ref_seq + seq - first
+                    break
+            else:
+                return None
+        raise AssertionError('references run in a circle')
+
+
 async def owner(kit: StoreKit, run_id: str, seq: int) -> tuple[str, int, int] | None:
     """`(run_id, seq, hops)`: the row holding the body of a SQL store's entry, and the references followed to it."""
-    for hops in range(100):
-        if seq in await _own_rows(kit, run_id):
-            return run_id, seq, hops
-        for first, count, ref_run_id, ref_seq in await ref_ranges(kit, run_id):
-            if first <= seq < first + count:
-                run_id, seq = ref_run_id, ref_seq + seq - first
-                break
-        else:
-            return None
-    raise AssertionError('references run in a circle')
+    return await LogReader(kit).owner(run_id, seq)
 
 
 async def log_entries(kit: StoreKit, run_id: str) -> list[Entry]:
@@ -56,14 +86,15 @@ async def log_entries(kit: StoreKit, run_id: str) -> list[Entry]:
             ('ref', entry.run_id, entry.seq) if isinstance(entry, _Ref) else ('text', None, None)
             for entry in kit.store._runs[run_id].log
         ]
-    own = await _own_rows(kit, run_id)
-    referred = {seq for first, count, _, _ in await ref_ranges(kit, run_id) for seq in range(first, first + count)}
+    reader = LogReader(kit)
+    own = await reader.own_rows(run_id)
+    referred = {seq for first, count, _, _ in await reader.ref_ranges(run_id) for seq in range(first, first + count)}
     entries: list[Entry] = []
     for seq in sorted(own.keys() | referred):
         if seq in own:
             entries.append((own[seq], None, None))
         else:
-            found = await owner(kit, run_id, seq)
+            found = await reader.owner(run_id, seq)
             entries.append(('ref', *found[:2]) if found else ('ref', None, None))
     return entries
 

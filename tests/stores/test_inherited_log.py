@@ -22,7 +22,7 @@ from durable_recall.stores._log_refs import MAX_HOPS
 from tests._services.stores import StoreKit
 
 from ._helpers import delta, message, messages, registration, save_history
-from ._log_rows import log_entries, owner, ref_ranges
+from ._log_rows import LogReader, log_entries, owner, ref_ranges
 
 pytestmark = pytest.mark.anyio
 
@@ -150,15 +150,16 @@ async def test_a_history_inherited_whole_is_never_more_than_max_hops_deep(kit: S
         history = list(range(2 * k + 2))
 
     chained = 0
+    rows = LogReader(kit)  # every run's rows read once: the look-ups below follow the same chains
     for k in range(runs):
         run_id = f'run-{k:02d}'
         [*_, latest] = await store.list_snapshots(run_id)
         assert latest.messages == messages(*range(2 * k + 2))
         assert await store.read_messages(run_id, [0, 2 * k + 1]) == {0: message(0), 2 * k + 1: message(2 * k + 1)}
         if kit.backend != 'memory' and k:
-            depths = [found[2] for seq in range(2 * k) if (found := await owner(kit, run_id, seq)) is not None]
+            depths = [found[2] for seq in range(2 * k) if (found := await rows.owner(run_id, seq)) is not None]
             assert len(depths) == 2 * k and max(depths) <= MAX_HOPS
-            chained += len(await ref_ranges(kit, run_id)) == 1
+            chained += len(await rows.ref_ranges(run_id)) == 1
     if kit.backend != 'memory':
         assert chained >= runs - 1 - runs // MAX_HOPS
 
