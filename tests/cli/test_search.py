@@ -44,6 +44,7 @@ class TestSameAnswerAsTheTool:
             (['export', '--role', 'user'], SearchRequest(query='export', roles=['user']), {}),
             (['export', '--order', 'newest'], SearchRequest(query='export', order='newest'), {}),
             (['nothing-like-this'], SearchRequest(query='nothing-like-this'), {}),
+            (['what', 'was', 'the', 'export', '--every-word'], SearchRequest(query='what was the export'), {}),
         ],
     )
     def test_conversation_scope(
@@ -57,6 +58,10 @@ class TestSameAnswerAsTheTool:
         flags = [f'--{name.replace("_", "-")}={value}' for name, value in options.items()]
         result = run_cli(capsys, ['search', '--store', populated.store, '--conversation', SUPPORT, *args, *flags])
         assert result.status == 0 and result.err == ''
+        if '--every-word' in args:  # the tool's stopwords=(), which answers otherwise than its default
+            default = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT)
+            assert default.partition('\n')[2] + '\n' != result.out.partition('\n')[2]
+            options = {**options, 'stopwords': ()}
         expected = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT, **options)
         assert result.out == as_shown_by_cli(expected, result.out) + '\n'
 

@@ -366,6 +366,14 @@ def _search_parser(commands: Any, store: Parser) -> None:
         ),
     )
     search.add_argument(
+        '--every-word',
+        action='store_true',
+        help=(
+            "search every word of the query, as the tool's stopwords=() does; by default, as the tool's default, "
+            'a query is searched without its English stopwords (what, did, the, ...) when it has other words'
+        ),
+    )
+    search.add_argument(
         '--hybrid-weight',
         type=fraction,
         metavar='W',

@@ -83,9 +83,9 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
     )
     _check_ranking(args)
     hybrid = wants_vectors(args)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {'stopwords': frozenset()} if args.every_word else {}
     if hybrid:
-        options = {'ranking': 'hybrid', 'embedder': named_embedder(args)}
+        options |= {'ranking': 'hybrid', 'embedder': named_embedder(args)}
         if args.hybrid_weight is not None:
             options['hybrid_weight'] = args.hybrid_weight
     try:
