@@ -297,6 +297,7 @@ async def measure_recall(args: argparse.Namespace, work: Path) -> str:
             (f'ours, {name}' + (' (default)' if name == DEFAULT else ''), name, {}) for name in ANALYZERS
         ]
         variants.append((f'ours, {DEFAULT}, context_lines=2', DEFAULT, {'context_lines': 2}))
+        variants.append((f'ours, {DEFAULT}, BM25 alone (neighbour_weights=())', DEFAULT, {'neighbour_weights': ()}))
         if not args.no_hybrid:
             variants.append(('ours, hybrid (local default)', DEFAULT, {'ranking': 'hybrid'}))
         notes: list[str] = []

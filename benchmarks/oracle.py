@@ -5,7 +5,9 @@ oracle and the search agree on what a term is; everything after that (document f
 the average length, the score) is computed here from scratch, without the library's ranking code.
 The idf is Lucene's `ln(1 + (N - df + 0.5) / (df + 0.5))`, as the search documents. A query is
 searched without its stopwords (the library's list by default) unless it has no other word, as
-the search does.
+the search does. A matching document's score then adds the neighbour weights' shares of the BM25
+scores of the documents before and after it in the list (`Bm25Params.neighbours`), as the search
+weighs a conversation's record.
 
 `overlap_at` compares a search's top results with the oracle's, counting a result as agreeing
 when its oracle score is at least the oracle's k-th best score, so ties at the cut do not count
@@ -37,8 +39,8 @@ class _Document:
 class Oracle:
     """BM25 over a fixed list of messages (the conversation's distinct messages, in order).
 
-    `k1` and `b` default to the library's defaults (`Bm25Params`), written out here so that the
-    oracle shares no code with what it checks.
+    `k1`, `b` and `neighbours` default to the library's defaults (`Bm25Params`), written out here
+    so that the oracle shares no code with what it checks.
     """
 
     def __init__(
@@ -48,9 +50,11 @@ class Oracle:
         k1: float = 1.5,
         b: float = 0.3,
         stopwords: Collection[str] = ENGLISH_STOPWORDS,
+        neighbours: Sequence[float] = (0.5, 0.25),
     ) -> None:
         self.k1 = k1
         self.b = b
+        self.neighbours = tuple(neighbours)
         self.stop = {term for word in stopwords for term in tokenize(word)}
         self.documents: list[_Document] = []
         for message in messages:
@@ -81,7 +85,15 @@ class Oracle:
                     continue
                 norm = self.k1 * (1 - self.b + self.b * document.length / avgdl)
                 scores[index] += idf * tf * (self.k1 + 1) / (tf + norm)
-        return scores
+        weighed = list(scores)
+        for index, own in enumerate(scores):
+            if own <= 0:
+                continue
+            for distance, weight in enumerate(self.neighbours, start=1):
+                before = scores[index - distance] if index >= distance else 0.0
+                after = scores[index + distance] if index + distance < n else 0.0
+                weighed[index] += weight * (before + after)
+        return weighed
 
     def top(self, query: str, k: int = 10) -> list[tuple[int, float]]:
         """The `k` best `(document index, score)` pairs with a positive score, best first."""

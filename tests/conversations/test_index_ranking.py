@@ -58,7 +58,13 @@ async def test_rankings_equal_the_exact_bm25_oracle(index_kit: Kit, query: str) 
             texts.append(record_text_terms(message))
     record = await store.read_record('c-1')
     assert record is not None and {run_id for run_id, _ in documents} == {'c-1', f'c-1#branch:{record.branches[0]}'}
-    ranked = rank(tokenize(query), [Counter(text) for text in texts], [len(text) for text in texts], Bm25Params())
+    ranked = rank(
+        tokenize(query),
+        [Counter(text) for text in texts],
+        [len(text) for text in texts],
+        Bm25Params(),
+        neighbours=Bm25Params().neighbours,
+    )
     expected = [(*documents[index], score) for index, score in ranked]
     assert [(run_id, position) for run_id, position, _ in found] == [
         (run_id, position) for run_id, position, _ in expected

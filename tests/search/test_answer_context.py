@@ -87,11 +87,11 @@ class TestContextAcrossRuns:
         )
         # 9 minutes after the line before: no time; 10 minutes after: its time (same date: no date).
         assert answer.splitlines()[2:] == [
-            '[score: 0.4 | run: r0 | 2026-01-01 09:00 UTC]',
-            '>[0] User: the kettle broke',
-            ' [1] Assistant: buy a kettle',
+            '[score: 0.7 | run: r0 | 2026-01-01 09:00 UTC]',
+            ' [0] User: the kettle broke',
+            '>[1] Assistant: buy a kettle',  # first: both its neighbours match too
             '  (run: r1 | 09:19)',
-            '>[2] User: kettle ordered',
+            ' [2] User: kettle ordered',
             ' [3] Assistant: good',
         ]
 
@@ -162,9 +162,9 @@ class TestBudget:
         source = StubSource()
         pad = 'and then we talked about the weather for a long while, nothing else of note'
         chat(source, [(f'orca sighting number {i}, {pad}', f'reply {i}: {pad}') for i in range(12)])
-        answer = await ConversationSearch(source, scope='conversation', max_result_bytes=2048).search(
-            context(), request('orca sighting')
-        )
+        # BM25 alone: equal scores, so the first ten are chosen (neighbour weighting ranks the ends last).
+        search = ConversationSearch(source, scope='conversation', max_result_bytes=2048, neighbour_weights=())
+        answer = await search.search(context(), request('orca sighting'))
         sightings = [line for line in answer.splitlines() if 'orca sighting number' in line]
         assert sightings and all(line.startswith('>[') for line in sightings), answer
         shown = int(answer.split(' ', 1)[0])

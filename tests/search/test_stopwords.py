@@ -52,7 +52,8 @@ async def test_a_question_finds_the_statement_not_the_other_questions() -> None:
     answer = await ConversationSearch(source, scope='conversation', context_lines=0).search(context(), ask)
     assert STATEMENT in _first_match(answer)
     assert answer.startswith("1 match for 'What did you paint?'")  # only `paint` was searched
-    every_word = ConversationSearch(source, scope='conversation', context_lines=0, stopwords=())
+    # BM25 alone (no neighbour weighting, which also lifts the statement beside a question).
+    every_word = ConversationSearch(source, scope='conversation', context_lines=0, stopwords=(), neighbour_weights=())
     answer = await every_word.search(context(), ask)
     assert 'What did you' in _first_match(answer), 'with every word searched, the questions come first'
 
@@ -100,7 +101,10 @@ async def test_the_ranking_is_bm25_over_the_words_left() -> None:
     query = 'What did you think of the sunset, and what did you cook for dinner?'
     left = [term for term in dict.fromkeys(tokenize(query)) if term not in stop_terms(ENGLISH_STOPWORDS)]
     assert left == ['think', 'sunset', 'cook', 'dinner']
-    expected = rank(left, [Counter(doc) for doc in docs], [len(doc) for doc in docs], Bm25Params())
+    params = Bm25Params()
+    expected = rank(
+        left, [Counter(doc) for doc in docs], [len(doc) for doc in docs], params, neighbours=params.neighbours
+    )
     search = ConversationSearch(source, scope='conversation', context_lines=0, max_matches=20)
     answer = await search.search(context(), request(query))
     shown = re.findall(r'^\[score: ([0-9.]+) .*\n>\[(\d+)\]', answer, re.M)

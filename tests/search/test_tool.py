@@ -37,7 +37,7 @@ class TestLayout:
         assert answer.splitlines()[0] == "3 matches for 'alpha beta' in 6 persisted messages:"
         blocks = answer.split('\n\n---\n\n')
         assert blocks[0].splitlines()[2:] == [
-            '[score: 2.1 | run: r1 | conversation: c1 | 2026-01-01 00:00 UTC]',
+            '[score: 2.4 | run: r1 | conversation: c1 | 2026-01-01 00:00 UTC]',  # 2.1, and a quarter of [2]'s
             '>[0] User: alpha beta',
             ' [1] Assistant: gamma delta',
             '>[2] User: alpha alpha epsilon',  # its window met the first one's: one block, both marked

@@ -51,7 +51,13 @@ async def _spans_read(store: StepStore, monkeypatch: pytest.MonkeyPatch, context
 
         monkeypatch.setattr(storage_type, 'view', viewing)
     # Every word searched (`stopwords=()`): a generated query's common word gives it hits to show.
-    options: dict[str, Any] = {'context_lines': context_lines, 'max_matches': 2, 'stopwords': ()}
+    # BM25 alone: neighbour weighting walks the record, so it reads the spans whatever the windows.
+    options: dict[str, Any] = {
+        'context_lines': context_lines,
+        'max_matches': 2,
+        'stopwords': (),
+        'neighbour_weights': (),
+    }
     plain = ConversationSearch(Plain(store), scope='conversation', **options)
     read: list[bool] = []
     for query in make_queries(conversation, 10, 17):

@@ -8,19 +8,21 @@
 * `_catch_up`: folding new snapshots and turning what changed into commits (`Indexer`,
   `update_index`);
 * `_bm25`, `_scoring`: BM25 top-k from postings; `_columns`, `_array_scoring`: the same for common terms, with numpy;
+* `_neighbours`: neighbour weighting, a message's score with a share of the scores beside it;
 * `_vectors`: message vectors for hybrid ranking (`VectorStorage`, `VectorRow`).
 """
 
 from __future__ import annotations
 
 from ._apply import FullTail, IndexWriter, StoredRun, TermChunk, apply_commits
-from ._bm25 import Bm25Params, idf, score_term
+from ._bm25 import DEFAULT_NEIGHBOURS, MAX_NEIGHBOURS, Bm25Params, idf, score_term
 from ._catch_up import Indexer, Progress, Unreadable, record_text_terms, update_index
 from ._chunks import OPEN, SEAL_BYTES, appended_postings, decode_chunk, merged, seal_tail, without_run
 from ._columns import Columns, common_term, term_postings
 from ._feed import Folded, RecordFeed, RecordView, SnapshotFeed
 from ._inline import run_inline
 from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
+from ._neighbours import Record, smoothed
 from ._reader import SnapshotReader
 from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
 from ._storage import (
@@ -39,7 +41,9 @@ from ._storage import (
 from ._vectors import HASH_BYTES, MemoryVectors, VectorRow, VectorStorage, pack_floats, unpack_floats
 
 __all__ = (
+    'DEFAULT_NEIGHBOURS',
     'HASH_BYTES',
+    'MAX_NEIGHBOURS',
     'OPEN',
     'ROLE_NAMES',
     'array_length',
@@ -58,6 +62,7 @@ __all__ = (
     'Postings',
     'PostingsRow',
     'Progress',
+    'Record',
     'RecordFeed',
     'RecordView',
     'RunCommit',
@@ -89,6 +94,7 @@ __all__ = (
     'scope_matches',
     'score_term',
     'seal_tail',
+    'smoothed',
     'term_order',
     'term_postings',
     'top_scores',

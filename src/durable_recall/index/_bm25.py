@@ -19,9 +19,17 @@ last bit.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
-__all__ = ('Bm25Params', 'idf', 'score_term')
+__all__ = ('DEFAULT_NEIGHBOURS', 'MAX_NEIGHBOURS', 'Bm25Params', 'idf', 'score_term')
+
+DEFAULT_NEIGHBOURS = (0.5, 0.25)
+"""The shares of the scores of the messages one and two steps away that a message's score adds (`_neighbours`)."""
+
+MAX_NEIGHBOURS = 8
+"""How far neighbour weighting may reach: the most weights `Bm25Params.neighbours` takes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,18 +48,40 @@ class Bm25Params:
             at 0.3 against 0.455 at 0.75 (0.483 at 0.5; 0.501 to 0.509 from 0.2 down to 0), and a
             6,000-byte answer 0.637 against 0.610; on the synthetic recall benchmark's held-out
             seed (`benchmarks.run --workload recall`) recall@10 rose from 0.786 to 0.810.
+        neighbours: After BM25, a message's score adds `neighbours[d - 1]` times the scores of
+            the messages `d` steps before and after it, in the order a block's window walks
+            (`_neighbours`): an answer that repeats none of the question's words ranks through
+            the message beside it that does. `(0.5, 0.25)` by default; `()` is BM25 alone. Each
+            weight is a finite number from 0 to 1; at most `MAX_NEIGHBOURS` of them (any
+            sequence; kept as a tuple).
     """
 
     k1: float = 1.5
     b: float = 0.3
+    neighbours: Sequence[float] = DEFAULT_NEIGHBOURS
 
     def __post_init__(self) -> None:
         _check_real('k1', self.k1)
         _check_real('b', self.b)
+        object.__setattr__(self, 'neighbours', _check_neighbours(self.neighbours))
         if self.k1 < 0:
             raise ValueError(f'k1 must be at least 0, got {self.k1!r}')
         if not 0 <= self.b <= 1:
             raise ValueError(f'b must be between 0 and 1, got {self.b!r}')
+
+
+def _check_neighbours(weights: object) -> tuple[float, ...]:
+    """Neighbour weights as a tuple; refused unless a sequence of at most `MAX_NEIGHBOURS` numbers from 0 to 1."""
+    if isinstance(weights, str | bytes) or not isinstance(weights, Sequence):
+        raise TypeError(f'neighbours must be a sequence of numbers such as (0.5, 0.25), got {weights!r}')
+    items = tuple(cast(Sequence[object], weights))
+    if len(items) > MAX_NEIGHBOURS:
+        raise ValueError(f'neighbours takes at most {MAX_NEIGHBOURS} weights, got {len(items)}: {weights!r}')
+    for weight in items:
+        _check_real('a neighbour weight', weight)
+        if not 0 <= weight <= 1:  # pyright: ignore[reportOperatorIssue]
+            raise ValueError(f'a neighbour weight must be between 0 and 1, got {weight!r}')
+    return cast(tuple[float, ...], items)
 
 
 def _check_real(name: str, value: object) -> None:

@@ -67,6 +67,7 @@ class AutoRecall(AbstractCapability[Any]):
         bm25_k1: As for `ConversationSearch`.
         bm25_b: As for `ConversationSearch`.
         stopwords: As for `ConversationSearch` (the prompt is searched without them).
+        neighbour_weights: As for `ConversationSearch`.
         id: The capability's id, which names its durable operation (`<id>__recall` under Temporal):
             compatibility data for running workflows; give each `AutoRecall` of an agent its own.
 
@@ -88,6 +89,7 @@ class AutoRecall(AbstractCapability[Any]):
     bm25_k1: float = _DEFAULTS.k1
     bm25_b: float = _DEFAULTS.b
     stopwords: Collection[str] = ENGLISH_STOPWORDS
+    neighbour_weights: Sequence[float] = _DEFAULTS.neighbours
     id: str | None = 'auto_recall'
     _engine: SearchEngine = field(init=False, repr=False)
 
@@ -113,7 +115,7 @@ class AutoRecall(AbstractCapability[Any]):
         check_ranking(self.ranking, self.embedder, self.hybrid_weight)
         self._engine = SearchEngine(
             source=self.source,
-            params=Bm25Params(k1=self.bm25_k1, b=self.bm25_b),
+            params=Bm25Params(k1=self.bm25_k1, b=self.bm25_b, neighbours=self.neighbour_weights),
             max_matches=self.max_matches,
             context_lines=self.context_lines,
             max_result_bytes=self.max_bytes,

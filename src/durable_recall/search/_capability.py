@@ -50,6 +50,7 @@ _COMPARED = (
     'show_hidden_tools',
     'hidden_tools',
     'stopwords',
+    'neighbour_weights',
 )
 
 
@@ -106,6 +107,11 @@ class ConversationSearch(AbstractCapability[Any]):
             the other questions rather than the answer. Only the query changes (the index keeps
             every word); a query of stopwords alone keeps them. Pass `()` to search every word, or
             words of your own (another language's).
+        neighbour_weights: After BM25 has scored the messages, each message's score adds these
+            shares of the scores of the messages one, two, ... steps before and after it (along the
+            conversation, as `context_lines` walks): an answer that repeats none of the question's
+            words is found through the question beside it. `(0.5, 0.25)` by default; `()` ranks by
+            BM25 alone. Numbers from 0 to 1, at most 8.
         id: The capability id; capabilities with one id are combined (see `combine`).
     """
 
@@ -125,6 +131,7 @@ class ConversationSearch(AbstractCapability[Any]):
     show_hidden_tools: ShowHidden | None = None
     hidden_tools: Mapping[str, ShowHidden] = field(default_factory=dict[str, ShowHidden])
     stopwords: Collection[str] = ENGLISH_STOPWORDS
+    neighbour_weights: Sequence[float] = _DEFAULTS.neighbours
     id: str | None = 'conversation_search'
 
     _engine: SearchEngine = field(init=False, repr=False, compare=False)
@@ -141,7 +148,7 @@ class ConversationSearch(AbstractCapability[Any]):
         _check_int('max_matches', self.max_matches, minimum=1)
         _check_int('context_lines', self.context_lines, minimum=0)
         _check_int('max_result_bytes', self.max_result_bytes, minimum=2048)
-        params = Bm25Params(k1=self.bm25_k1, b=self.bm25_b)
+        params = Bm25Params(k1=self.bm25_k1, b=self.bm25_b, neighbours=self.neighbour_weights)
         check_ranking(self.ranking, self.embedder, self.hybrid_weight)
         if not isinstance(self.add_instructions, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f'add_instructions must be a bool, got {self.add_instructions!r}')

@@ -20,24 +20,27 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 
-from ..base import DurableRecallError, RunRecord
+from ..base import DurableRecallError
 from ..index import (
     Match,
     Postings,
     Progress,
+    Record,
     Unreadable,
     decode_ints,
     idf,
     record_text_terms,
     run_matches,
     scope_matches,
+    smoothed,
     top_scores,
 )
 from ._ask import Ask, Ranked
 from ._corpus import Corpus
 from ._damage import DAMAGE, note_damage, recount, size_of, time_at
 from ._fusion import fuse
-from ._hits import Candidate, Doc, Hit, assemble
+from ._hits import Candidate, Doc, Hit
+from ._loading import load_hits
 from ._prefetch import Prefetch, caught_up_view, read_rows
 from ._reads import Reader
 from ._run_ids import by_short_id
@@ -212,10 +215,16 @@ class Ranker:
             term_idf = idf(total, df)
             rarity[term] = term_idf
             scored_terms.append((term, term_idf, matches))
-        # Pruning needs the best `limit` to be the answer's; filters and fusion decide that only afterwards.
+        # Pruning needs the best `limit` to be the answer's; filters, neighbours and fusion decide that only afterwards.
         near = ask.similarity
-        exact = filters.active or near is not None or ask.count
+        weighing = any(params.neighbours)
+        exact = filters.active or near is not None or ask.count or weighing
         scores = top_scores(scored_terms, length / total, params, None if exact else limit)
+        own = scores
+        if weighing and scores:
+            scores = smoothed(
+                scores, await self._record(scope, scores, only, len(params.neighbours)), params.neighbours
+            )
         if near is not None and only is not None:
             near = {key: value for key, value in near.items() if key >> 32 == only.row.run_key}
         if filters.active:
@@ -224,7 +233,7 @@ class Ranker:
                 near = filtered(near, await self._runs(scope, {key >> 32 for key in near}), filters)
         if near is not None:
             scores = fuse(scores, near, weight=ask.weight)
-        matched = len(scores) if ask.count else None
+        matched = sum(1 for key in scores if key in own or (near is not None and key in near)) if ask.count else None
         best = await self._best(scope, scores, limit)
         candidates = [
             Candidate(run.row.run_id, run.row.run_key, 0 if only else run.row.first, run.size, key & _POSITION, score)
@@ -278,16 +287,35 @@ class Ranker:
             scope.layout is None and not any(leaves_run(found, context_lines) for found in candidates)
         ):
             return lambda found: in_run_window(found, context_lines)
+        layout = await self._layout(scope, self._across)
+        if layout is None:
+            return lambda found: in_run_window(found, context_lines)
+        return lambda found: layout.window(found, context_lines)
+
+    async def _layout(self, scope: CachedScope, conversation_id: str) -> Layout | None:
+        """The conversation's record (read once per generation), or `None` when it does not decode (named)."""
         if scope.layout is None:
             try:
-                scope.layout = Layout(await self._corpus.storage.scope_spans(self._across))
+                scope.layout = Layout(await self._corpus.storage.scope_spans(conversation_id))
             except DurableRecallError:
                 raise
             except DAMAGE as error:
                 self._damaged(f'a run row of the conversation does not decode ({error})')
-                return lambda found: in_run_window(found, context_lines)
-        layout = scope.layout
-        return lambda found: layout.window(found, context_lines)
+                return None
+        return scope.layout
+
+    async def _record(self, scope: CachedScope, scores: dict[int, float], only: CachedRun | None, reach: int) -> Record:
+        """The documents neighbour weighting walks: as the search's windows walk them (`_windows`).
+
+        A conversation-scoped search weighs along the conversation's record, across runs; a `run_id`
+        search within that run's whole record; a store-wide search within each run's own positions.
+        """
+        if only is not None:
+            return Record([(only.row.run_key, 0, only.size)], reach=reach, joined=False)
+        if self._across is not None and (layout := await self._layout(scope, self._across)) is not None:
+            return layout.record(reach)
+        runs = await self._runs(scope, {key >> 32 for key in scores})
+        return Record(((key, runs[key].row.first, runs[key].size) for key in sorted(runs)), reach=reach, joined=False)
 
     async def load(
         self,
@@ -314,39 +342,7 @@ class Ranker:
             for run_key, position in window:
                 later.setdefault(run_key, set()).add(position)
         runs = await self._runs(scope, set(wanted), ahead=set(later))
-        unread = [run for run in runs.values() if run.record is None]
-        found_records = await self._reader.records(
-            [run.row.run_id for run in unread if run.row.run_key in wanted],
-            ahead=[run.row.run_id for run in unread if run.row.run_key not in wanted],
-        )
-        for run in unread:
-            run.record = found_records.get(run.row.run_id)
-        records = {key: run.record for key, run in runs.items() if key in wanted and run.record is not None}
-        asked: list[tuple[RunRecord, dict[int, int]]] = []
-        for key, record in list(records.items()):
-            try:
-                seqs = runs[key].seqs
-            except DAMAGE as error:
-                self._damaged(f'the log numbers of run {record.run_id!r} do not decode ({error})')
-                del records[key]
-                continue
-            asked.append((record, {p: seqs[p] for p in wanted[key] if p < len(seqs)}))
-        summaries = [runs[key].summaries for key in records]
-        read_ahead: list[tuple[RunRecord, list[int]]] = []
-        for key, positions in later.items():
-            run = runs.get(key)
-            if run is None or run.record is None:
-                continue
-            try:
-                seqs = run.seqs
-            except DAMAGE:
-                continue  # named if the window is asked for
-            read_ahead.append((run.record, [seqs[p] for p in positions if p < len(seqs)]))
-        keys = {run.record.run_id: key for key, run in runs.items() if run.record is not None}
-        shown = await self._reader.messages(asked, summaries, keys=keys, ahead=read_ahead)
-        read = dict(zip(records, shown, strict=True))
-        times = {key: runs[key].shown_times(self._reader.unreadable) for key in records}
-        return assemble(candidates, windows, records, read, times)
+        return await load_hits(self._reader, runs, wanted, later, candidates, windows, damaged=self._damaged)
 
     async def _run_by_id(self, scope: CachedScope, run_id: str, conversation_id: str | None) -> CachedRun | None:
         """A run of the scope by id (`None` for a run outside it, unknown, unreadable or never indexed)."""

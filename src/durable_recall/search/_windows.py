@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from array import array
 
-from ..index import ScopeSpans, array_length
+from ..index import Record, ScopeSpans, array_length
 from ._hits import Candidate, Doc
 
 __all__ = ('Layout', 'in_run_window', 'leaves_run')
@@ -50,6 +50,14 @@ class Layout:
         self._firsts = spans.firsts
         self._sizes = array('I', map(_count, spans.lengths))
         self._index = {run_key: index for index, run_key in enumerate(self._keys)}
+        self._record: Record | None = None
+
+    def record(self, reach: int) -> Record:
+        """The record's documents in the order windows walk them, for neighbour weighting (kept per `reach`)."""
+        if self._record is None or self._record.reach != reach:
+            segments = zip(self._keys, self._firsts, self._sizes, strict=True)
+            self._record = Record(segments, reach=reach, joined=True)
+        return self._record
 
     def window(self, found: Candidate, context_lines: int) -> tuple[Doc, ...]:
         """`context_lines` documents before the candidate and after it along the record, in order.
