@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, StepStore
 from durable_recall.index import Bm25Params, Record, smoothed
-from durable_recall.index import _neighbours as neighbours_module  # pyright: ignore[reportPrivateUsage]
+from durable_recall.index import _neighbours as neighbours_module
 from durable_recall.search import SearchEngine, SearchRequest
 from durable_recall.text import DEFAULT_SKIP_TOOLS, ENGLISH_STOPWORDS, index_text, stop_terms, tokenize
 
@@ -60,7 +61,7 @@ async def _ranked(engine: SearchEngine, query: str) -> list[tuple[int, float]]:
     return [(hit.candidate.position, hit.candidate.score) for hit in outcome.hits]
 
 
-def _expected(messages: list[ModelMessage], query: str, weights: tuple[float, ...]) -> list[tuple[int, float]]:
+def _expected(messages: Sequence[ModelMessage], query: str, weights: tuple[float, ...]) -> list[tuple[int, float]]:
     docs = [tokenize(index_text(message)) for message in messages]
     terms = [term for term in dict.fromkeys(tokenize(query)) if term not in stop_terms(ENGLISH_STOPWORDS)]
     return rank(terms, [Counter(doc) for doc in docs], [len(doc) for doc in docs], neighbours=weights)
