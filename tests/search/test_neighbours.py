@@ -133,6 +133,7 @@ def test_the_array_path_gives_the_python_paths_floats(monkeypatch: pytest.Monkey
         weights = (0.5, 0.25, 0.125)
         arrays = smoothed(scores, record, weights)
         monkeypatch.setattr(neighbours_module, '_ARRAYS_FROM', math.inf)
+        monkeypatch.setattr(neighbours_module, '_ARRAYS_AFTER_IMPORT', math.inf)
         loop = smoothed(scores, record, weights)
         monkeypatch.undo()
         assert arrays == loop  # the same floats, to the last bit

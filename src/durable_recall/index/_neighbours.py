@@ -25,12 +25,21 @@ about the query half of what the match says, the one after that a quarter.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ('Record', 'smoothed')
 
 _ARRAYS_FROM = 2048
-"""From this many matches, the sums are array expressions (same floats); below, a Python loop."""
+"""From this many matches the sums are array expressions (the same floats) even if numpy is not loaded yet."""
+
+_ARRAYS_AFTER_IMPORT = 32
+"""From this many, array expressions once numpy is loaded (a first search of a small store keeps to Python)."""
 
 
 class Record:
@@ -58,6 +67,18 @@ class Record:
         """Each slot's document key, -1 for an empty slot."""
         self.slots = {key: slot for slot, key in enumerate(keys) if key >= 0}
         """Each document's slot."""
+        self._arrays: tuple[NDArray[np.uint64], NDArray[np.int64]] | None = None
+
+    def arrays(self) -> tuple[NDArray[np.uint64], NDArray[np.int64]]:
+        """The documents' keys, increasing, and each one's slot: for looking many keys up at once."""
+        import numpy as np
+
+        if self._arrays is None:
+            keys = np.fromiter(self.slots.keys(), dtype=np.uint64, count=len(self.slots))
+            slots = np.fromiter(self.slots.values(), dtype=np.int64, count=len(self.slots))
+            order = np.argsort(keys, kind='stable')
+            self._arrays = (keys[order], slots[order])
+        return self._arrays
 
 
 def smoothed(scores: Mapping[int, float], record: Record, weights: Sequence[float]) -> dict[int, float]:
@@ -69,7 +90,7 @@ def smoothed(scores: Mapping[int, float], record: Record, weights: Sequence[floa
     if not scores or not any(weights):
         return dict(scores)
     assert record.reach >= len(weights), 'the record is padded for fewer neighbours'
-    if len(scores) >= _ARRAYS_FROM:
+    if len(scores) >= _ARRAYS_FROM or (len(scores) >= _ARRAYS_AFTER_IMPORT and 'numpy' in sys.modules):
         return _smoothed_arrays(scores, record, weights)
     keys, slots = record.keys, record.slots
     result: dict[int, float] = {}
@@ -90,17 +111,23 @@ def _smoothed_arrays(scores: Mapping[int, float], record: Record, weights: Seque
     import numpy as np
 
     size = len(record.keys)
+    keys = np.fromiter(scores.keys(), dtype=np.uint64, count=len(scores))
     own = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    where = np.fromiter((record.slots.get(key, -1) for key in scores), dtype=np.int64, count=len(scores))
+    known, known_slots = record.arrays()
+    where = np.full(len(keys), -1, dtype=np.int64)
+    if len(known):
+        found = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+        hit = known[found] == keys
+        where[hit] = known_slots[found[hit]]
     held = where >= 0
     dense = np.zeros(size, dtype=np.float64)
-    dense[where[held]] = own[held]
     slot = where[held]
+    dense[slot] = own[held]
     total = own[held]
     for distance, weight in enumerate(weights, start=1):
         total = total + weight * (dense[slot - distance] + dense[slot + distance])
+    if bool(held.all()):
+        return dict(zip(keys.tolist(), total.tolist(), strict=True))
     result = dict(scores)
-    result.update(
-        zip((key for key, keep in zip(scores, held.tolist(), strict=True) if keep), total.tolist(), strict=True)
-    )
+    result.update(zip(keys[held].tolist(), total.tolist(), strict=True))
     return result

@@ -195,6 +195,8 @@ class SearchEngine:
                 similarity = await self._similarity(query, conversation_id, all_scopes=all_scopes, notes=notes)
             # Relevance order needs only the best few ranked exactly: start from `max_matches` and
             # widen while the windows of the hits chosen hide so many that more must be looked at.
+            # Neighbour weighting scores every match anyway, and ranks neighbours (which one block
+            # shows) together: there more are asked for at once, which costs only their sort.
             ask = Ask(
                 terms=terms,
                 params=self.params,
@@ -202,7 +204,9 @@ class SearchEngine:
                 conversation_id=conversation_id,
                 all_scopes=all_scopes,
                 run_id=request.run_id,
-                limit=self.max_matches if request.order == 'relevance' else None,
+                limit=self.max_matches * (4 if any(self.params.neighbours) else 1)
+                if request.order == 'relevance'
+                else None,
                 similarity=similarity,
                 weight=self.hybrid_weight,
                 count=count_matches,
