@@ -45,6 +45,7 @@ class TestSameAnswerAsTheTool:
             (['export', '--order', 'newest'], SearchRequest(query='export', order='newest'), {}),
             (['nothing-like-this'], SearchRequest(query='nothing-like-this'), {}),
             (['what', 'was', 'the', 'export', '--every-word'], SearchRequest(query='what was the export'), {}),
+            (['export', '--bm25-alone'], SearchRequest(query='export'), {}),
         ],
     )
     def test_conversation_scope(
@@ -62,6 +63,10 @@ class TestSameAnswerAsTheTool:
             default = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT)
             assert default.partition('\n')[2] + '\n' != result.out.partition('\n')[2]
             options = {**options, 'stopwords': ()}
+        if '--bm25-alone' in args:  # the tool's neighbour_weights=(), which answers otherwise than its default
+            default = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT)
+            assert default.partition('\n')[2] + '\n' != result.out.partition('\n')[2]
+            options = {**options, 'neighbour_weights': ()}
         expected = tool_answer(populated.store, request_, scope='conversation', conversation_id=SUPPORT, **options)
         assert result.out == as_shown_by_cli(expected, result.out) + '\n'
 

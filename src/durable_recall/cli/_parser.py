@@ -374,6 +374,14 @@ def _search_parser(commands: Any, store: Parser) -> None:
         ),
     )
     search.add_argument(
+        '--bm25-alone',
+        action='store_true',
+        help=(
+            "rank by BM25 alone, as the tool's neighbour_weights=() does; by default, as the tool's default, a "
+            "match's score adds shares of the scores of the messages beside it"
+        ),
+    )
+    search.add_argument(
         '--hybrid-weight',
         type=fraction,
         metavar='W',

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ..history import HistorySource
-from ..index import Bm25Params
+from ..index import DEFAULT_NEIGHBOURS, Bm25Params
 from ..search import SearchEngine, SearchRequest, SearchScope, SnapshotHistorySource
 from ..text import DEFAULT_SKIP_TOOLS
 from ._embedder import hybrid_unavailable, model_name, named_embedder, wants_vectors
@@ -91,7 +91,7 @@ async def search_source(source: HistorySource, label: str, args: argparse.Namesp
     try:
         engine = SearchEngine(
             source=source,
-            params=Bm25Params(),
+            params=Bm25Params(neighbours=() if args.bm25_alone else DEFAULT_NEIGHBOURS),
             max_matches=args.max_matches,
             context_lines=args.context_lines,
             max_result_bytes=args.max_bytes,
