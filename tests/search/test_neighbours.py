@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, StepStore
-from durable_recall.index import Bm25Params, Record, smoothed
+from durable_recall.index import Bm25Params, Record, smoothed, smoothed_within
 from durable_recall.index import _neighbours as neighbours_module
 from durable_recall.search import SearchEngine, SearchRequest
 from durable_recall.text import DEFAULT_SKIP_TOOLS, ENGLISH_STOPWORDS, index_text, stop_terms, tokenize
@@ -123,21 +123,34 @@ async def test_a_store_wide_search_weighs_within_each_run() -> None:
     assert scores[('a', 1)] == pytest.approx(own[('a', 1)] + 0.5 * own[('a', 0)])
 
 
-def test_the_array_path_gives_the_python_paths_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+def _both_paths(monkeypatch: pytest.MonkeyPatch, weigh: Callable[[], dict[int, float]]) -> tuple[dict[int, float], ...]:
+    arrays = weigh()
+    monkeypatch.setattr(neighbours_module, '_ARRAYS_FROM', math.inf)
+    monkeypatch.setattr(neighbours_module, '_ARRAYS_AFTER_IMPORT', math.inf)
+    loop = weigh()
+    monkeypatch.undo()
+    return arrays, loop
+
+
+def test_the_array_paths_give_the_python_paths_floats(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(7)
-    segments = [(run_key, rng.randrange(3), rng.randrange(3, 40)) for run_key in range(1, 200)]
-    for joined in (True, False):
-        record = Record(segments, reach=3, joined=joined)
-        keys = [key for key in record.keys if key >= 0]
-        scores = {key: rng.uniform(0.1, 9) for key in rng.sample(keys, 3000)}
-        weights = (0.5, 0.25, 0.125)
-        arrays = smoothed(scores, record, weights)
-        monkeypatch.setattr(neighbours_module, '_ARRAYS_FROM', math.inf)
-        monkeypatch.setattr(neighbours_module, '_ARRAYS_AFTER_IMPORT', math.inf)
-        loop = smoothed(scores, record, weights)
-        monkeypatch.undo()
-        assert arrays == loop  # the same floats, to the last bit
-        assert arrays != scores
+    segments = [(run_key, rng.randrange(3), rng.randrange(3, 40)) for run_key in range(200)]
+    record = Record(segments, reach=3)
+    keys = [key for key in record.keys if key >= 0]
+    scores = {key: rng.uniform(0.1, 9) for key in rng.sample(keys, 3000)}
+    weights = (0.5, 0.25, 0.125)
+    along, along_loop = _both_paths(monkeypatch, lambda: smoothed(scores, record, weights))
+    within, within_loop = _both_paths(monkeypatch, lambda: smoothed_within(scores, weights))
+    assert along == along_loop and within == within_loop  # the same floats, to the last bit
+    assert along != scores and within != scores and along != within  # runs' ends lend along the record only
+    for key, total in within.items():  # within a run: only that run's scored positions lend
+        run, own = key >> 32, scores[key]
+        lent = [
+            weight * (scores.get(key - d, 0.0) if (key - d) >> 32 == run else 0.0)
+            + weight * (scores.get(key + d, 0.0) if (key + d) >> 32 == run else 0.0)
+            for d, weight in enumerate(weights, start=1)
+        ]
+        assert total == pytest.approx(own + sum(lent), rel=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from ._columns import Columns, common_term, term_postings
 from ._feed import Folded, RecordFeed, RecordView, SnapshotFeed
 from ._inline import run_inline
 from ._layout import ROLE_NAMES, array_length, decode_floats, decode_ints
-from ._neighbours import Record, smoothed
+from ._neighbours import Record, smoothed, smoothed_within
 from ._reader import SnapshotReader
 from ._scoring import Match, Postings, run_matches, scope_matches, term_order, top_scores
 from ._storage import (
@@ -95,6 +95,7 @@ __all__ = (
     'score_term',
     'seal_tail',
     'smoothed',
+    'smoothed_within',
     'term_order',
     'term_postings',
     'top_scores',

@@ -25,7 +25,6 @@ from ..index import (
     Match,
     Postings,
     Progress,
-    Record,
     Unreadable,
     decode_ints,
     idf,
@@ -33,6 +32,7 @@ from ..index import (
     run_matches,
     scope_matches,
     smoothed,
+    smoothed_within,
     top_scores,
 )
 from ._ask import Ask, Ranked
@@ -222,9 +222,7 @@ class Ranker:
         scores = top_scores(scored_terms, length / total, params, None if exact else limit)
         own = scores
         if weighing and scores:
-            scores = smoothed(
-                scores, await self._record(scope, scores, only, len(params.neighbours)), params.neighbours
-            )
+            scores = await self._weighed(scope, scores, params.neighbours)
         if near is not None and only is not None:
             near = {key: value for key, value in near.items() if key >> 32 == only.row.run_key}
         if filters.active:
@@ -304,18 +302,17 @@ class Ranker:
                 return None
         return scope.layout
 
-    async def _record(self, scope: CachedScope, scores: dict[int, float], only: CachedRun | None, reach: int) -> Record:
-        """The documents neighbour weighting walks: as the search's windows walk them (`_windows`).
+    async def _weighed(
+        self, scope: CachedScope, scores: dict[int, float], weights: Sequence[float]
+    ) -> dict[int, float]:
+        """The scores with their neighbours' shares (`index._neighbours`), the neighbours as the windows walk.
 
         A conversation-scoped search weighs along the conversation's record, across runs; a `run_id`
-        search within that run's whole record; a store-wide search within each run's own positions.
+        search and a store-wide search within each run (and so does one whose record does not read).
         """
-        if only is not None:
-            return Record([(only.row.run_key, 0, only.size)], reach=reach, joined=False)
         if self._across is not None and (layout := await self._layout(scope, self._across)) is not None:
-            return layout.record(reach)
-        runs = await self._runs(scope, {key >> 32 for key in scores})
-        return Record(((key, runs[key].row.first, runs[key].size) for key in sorted(runs)), reach=reach, joined=False)
+            return smoothed(scores, layout.record(len(weights)), weights)
+        return smoothed_within(scores, weights)
 
     async def load(
         self,

@@ -56,7 +56,7 @@ class Layout:
         """The record's documents in the order windows walk them, for neighbour weighting (kept per `reach`)."""
         if self._record is None or self._record.reach != reach:
             segments = zip(self._keys, self._firsts, self._sizes, strict=True)
-            self._record = Record(segments, reach=reach, joined=True)
+            self._record = Record(segments, reach=reach)
         return self._record
 
     def window(self, found: Candidate, context_lines: int) -> tuple[Doc, ...]:
