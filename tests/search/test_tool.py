@@ -241,6 +241,14 @@ class TestCombine:
         agent = Agent('test', capabilities=[search_all(source), search_all(source)])
         assert agent is not None
 
+    def test_the_same_weights_as_a_list_agree(self) -> None:
+        source = StubSource()
+        listed = search_all(source, neighbour_weights=[0.5, 0.25])
+        assert listed.neighbour_weights == (0.5, 0.25)
+        Agent('test', capabilities=[listed, search_all(source)])
+        with pytest.raises(UserError, match=r"disagree on 'neighbour_weights'"):
+            Agent('test', capabilities=[search_all(source, neighbour_weights=()), search_all(source)])
+
     def test_unset_scope_agrees_with_conversation(self) -> None:
         source = StubSource()
         with pytest.warns(DurableRecallDeprecationWarning):

@@ -149,6 +149,7 @@ class ConversationSearch(AbstractCapability[Any]):
         _check_int('context_lines', self.context_lines, minimum=0)
         _check_int('max_result_bytes', self.max_result_bytes, minimum=2048)
         params = Bm25Params(k1=self.bm25_k1, b=self.bm25_b, neighbours=self.neighbour_weights)
+        self.neighbour_weights = params.neighbours  # a tuple: a list of the same weights compares equal
         check_ranking(self.ranking, self.embedder, self.hybrid_weight)
         if not isinstance(self.add_instructions, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f'add_instructions must be a bool, got {self.add_instructions!r}')
