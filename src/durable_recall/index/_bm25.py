@@ -48,10 +48,10 @@ class Bm25Params:
             at 0.3 against 0.455 at 0.75 (0.483 at 0.5; 0.501 to 0.509 from 0.2 down to 0), and a
             6,000-byte answer 0.637 against 0.610; on the synthetic recall benchmark's held-out
             seed (`benchmarks.run --workload recall`) recall@10 rose from 0.786 to 0.810.
-        neighbours: After BM25, a message's score adds `neighbours[d - 1]` times the scores of
-            the messages `d` steps before and after it, in the order a block's window walks
-            (`_neighbours`): an answer that repeats none of the question's words ranks through
-            the message beside it that does. `(0.5, 0.25)` by default; `()` is BM25 alone. Each
+        neighbours: After BM25, a matching message's score adds `neighbours[d - 1]` times the
+            scores of the messages `d` steps before and after it, in the order a block's window
+            walks (`_neighbours`): a match in the middle of a passage about the query ranks above
+            one said in passing. `(0.5, 0.25)` by default; `()` is BM25 alone. Each
             weight is a finite number from 0 to 1; at most `MAX_NEIGHBOURS` of them (any
             sequence; kept as a tuple).
     """

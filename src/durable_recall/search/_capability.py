@@ -107,10 +107,11 @@ class ConversationSearch(AbstractCapability[Any]):
             the other questions rather than the answer. Only the query changes (the index keeps
             every word); a query of stopwords alone keeps them. Pass `()` to search every word, or
             words of your own (another language's).
-        neighbour_weights: After BM25 has scored the messages, each message's score adds these
-            shares of the scores of the messages one, two, ... steps before and after it (along the
-            conversation, as `context_lines` walks): an answer that repeats none of the question's
-            words is found through the question beside it. `(0.5, 0.25)` by default; `()` ranks by
+        neighbour_weights: After BM25 has scored the messages, each matching message's score adds
+            these shares of the scores of the messages one, two, ... steps before and after it
+            (along the conversation, as `context_lines` walks): a match in the middle of a passage
+            about the query ranks above one said in passing, and its block shows the passage. A
+            message without a query word is never a hit. `(0.5, 0.25)` by default; `()` ranks by
             BM25 alone. Numbers from 0 to 1, at most 8.
         id: The capability id; capabilities with one id are combined (see `combine`).
     """

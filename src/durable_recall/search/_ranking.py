@@ -220,8 +220,7 @@ class Ranker:
         weighing = any(params.neighbours)
         exact = filters.active or near is not None or ask.count or weighing
         scores = top_scores(scored_terms, length / total, params, None if exact else limit)
-        own = scores
-        if weighing and scores:
+        if weighing and scores:  # the same documents (only matches are weighed): counts stay BM25's
             scores = await self._weighed(scope, scores, params.neighbours)
         if near is not None and only is not None:
             near = {key: value for key, value in near.items() if key >> 32 == only.row.run_key}
@@ -231,7 +230,7 @@ class Ranker:
                 near = filtered(near, await self._runs(scope, {key >> 32 for key in near}), filters)
         if near is not None:
             scores = fuse(scores, near, weight=ask.weight)
-        matched = sum(1 for key in scores if key in own or (near is not None and key in near)) if ask.count else None
+        matched = len(scores) if ask.count else None
         best = await self._best(scope, scores, limit)
         candidates = [
             Candidate(run.row.run_id, run.row.run_key, 0 if only else run.row.first, run.size, key & _POSITION, score)
