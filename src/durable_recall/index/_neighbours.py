@@ -92,16 +92,24 @@ def smoothed(scores: Mapping[int, float], record: Record, weights: Sequence[floa
     assert record.reach >= len(weights), 'the record is padded for fewer neighbours'
     if _arrays(len(scores)):
         return _smoothed_arrays(scores, record, weights)
-    keys, slots = record.keys, record.slots
+    # Scores laid out by slot (0.0 where nothing scored): a neighbour is then one list index away,
+    # not a key lookup and a dict probe. The sums are the same, in the same order.
+    slots = record.slots
+    dense = [0.0] * len(record.keys)
+    placed: list[tuple[int, float, int]] = []
     result: dict[int, float] = {}
     for key, own in scores.items():
         slot = slots.get(key)
         if slot is None:
             result[key] = own
             continue
+        dense[slot] = own
+        placed.append((key, own, slot))
+    steps = tuple(enumerate(weights, start=1))
+    for key, own, slot in placed:
         total = own
-        for distance, weight in enumerate(weights, start=1):
-            total += weight * (scores.get(keys[slot - distance], 0.0) + scores.get(keys[slot + distance], 0.0))
+        for distance, weight in steps:
+            total += weight * (dense[slot - distance] + dense[slot + distance])
         result[key] = total
     return result
 
