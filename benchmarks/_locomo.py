@@ -29,9 +29,12 @@ from typing import Any
 
 from benchmarks._recall_data import Exchange
 
-__all__ = ('LocomoChat', 'LocomoQuestion', 'load_chat', 'recalled')
+__all__ = ('KINDS', 'LocomoChat', 'LocomoQuestion', 'load_chat', 'recalled')
 
 MINUTE = timedelta(minutes=1)
+
+KINDS = ((4, 'single-hop'), (2, 'temporal'), (1, 'multi-hop'), (3, 'open-domain'))
+"""LoCoMo's question categories (the data's `category`), as its paper names them; 5 (adversarial) is left out."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +108,25 @@ class Side:
     at10: int = 0
     answer_bytes: list[int] = field(default_factory=list[int])
     latencies: list[float] = field(default_factory=list[float])
+    kinds: dict[int, list[int]] = field(default_factory=dict[int, list[int]])
+    """Per question category: evidence turns, and those recalled."""
 
     def add(self, answer: str, question: LocomoQuestion) -> None:
+        found = recalled(first_blocks(answer, self.limit), question.evidence)
         self.evidence += len(question.evidence)
-        self.at10 += recalled(first_blocks(answer, self.limit), question.evidence)
+        self.at10 += found
+        kind = self.kinds.setdefault(question.category, [0, 0])
+        kind[0] += len(question.evidence)
+        kind[1] += found
         self.answer_bytes.append(len(answer.encode()))
+
+    def by_kind(self) -> str:
+        """Recall per question category, as a Markdown row (`KINDS` order)."""
+        cells: list[str] = []
+        for kind, _ in KINDS:
+            total, found = self.kinds.get(kind, (0, 0))
+            cells.append(f'{found / total:.3f} ({total})' if total else 'n/a')
+        return f'| {self.label} | {" | ".join(cells)} |'
 
     def row(self) -> str:
         p50 = f'{statistics.median(self.latencies) * 1000:.2f} ms' if self.latencies else 'n/a'

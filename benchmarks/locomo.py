@@ -23,7 +23,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import RunUsage
 
-from benchmarks._locomo import LocomoChat, Side, load_chat, timed
+from benchmarks._locomo import KINDS, LocomoChat, Side, load_chat, timed
 from benchmarks._locomo_auto import auto_recall, describe
 from benchmarks._measure import run_json
 from benchmarks._recall import _play  # pyright: ignore[reportPrivateUsage]
@@ -142,6 +142,10 @@ async def measure(args: argparse.Namespace) -> str:
         '| side | recall@10 | answer bytes | warm p50 |',
         '| --- | --- | --- | --- |',
         *(side.row() for side in sides.values()),
+        '',
+        '| recall@10 by question kind (evidence turns) | ' + ' | '.join(name for _, name in KINDS) + ' |',
+        '| --- |' + ' --- |' * len(KINDS),
+        *(side.by_kind() for side in sides.values()),
         '',
         '| AutoRecall (question as the next prompt) | evidence in view | bytes added (mean) | questions with none |',
         '| --- | --- | --- | --- |',

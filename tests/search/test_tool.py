@@ -108,6 +108,11 @@ class TestScope:
         ).search(context(), request('x'))
         assert '`StepPersistence`' in await search_all(empty).search(context(), request('x'))
 
+    def test_description_asks_for_follow_up_searches_on_spread_answers(self) -> None:
+        # Answers spread over turns that do not use the question's words are found by searching again.
+        for scope in ('conversation', 'all'):
+            assert 'search again with the specific words' in tool_description(scope)
+
     def test_description_and_instructions_follow_the_scope(self) -> None:
         assert 'only the current conversation' in tool_description('conversation')
         assert 'only the current conversation' not in tool_description('all')

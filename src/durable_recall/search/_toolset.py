@@ -39,7 +39,10 @@ def tool_description(scope: SearchScope) -> str:
         'match, numbered by position in that run; `run_id` limits the search to one run.\n\n'
         'Use it to recall an exact earlier detail (a file path, an id, a value, an error, a decision) '
         'that is no longer in your context or that a summary left out. Do not use it for what is still '
-        'in your context, or for outside or current information.'
+        'in your context, or for outside or current information.\n\n'
+        'One search finds the turns that use its words. When the answer may be spread over several turns '
+        '(everything someone did, every place that came up), search again with the specific words the '
+        'first results show.'
     )
     if scope == 'conversation':
         text += (
