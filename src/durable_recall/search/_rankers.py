@@ -18,6 +18,7 @@ import anyio
 
 from ._corpus import Corpus, StoreCorpus
 from ._ranking import Ranker
+from ._shown_cache import ShownCache
 
 __all__ = ('Rankers',)
 
@@ -30,11 +31,15 @@ _ALL = object()
 class Rankers:
     """The rankers of one engine (see the module docstring)."""
 
-    def __init__(self, corpus: Corpus, *, context_lines: int, per_conversation: bool) -> None:
+    def __init__(
+        self, corpus: Corpus, *, context_lines: int, per_conversation: bool, cache: ShownCache | None = None
+    ) -> None:
         self.corpus = corpus
         self._context = context_lines
         self._each = per_conversation and isinstance(corpus, StoreCorpus)
-        self._shared = (Ranker(corpus, context_lines=context_lines), anyio.Lock())
+        self.cache = ShownCache() if cache is None else cache
+        """The messages recent answers showed, for every ranker here (see `_shown_cache`)."""
+        self._shared = (Ranker(corpus, context_lines=context_lines, cache=self.cache), anyio.Lock())
         self._rankers: OrderedDict[object, tuple[Ranker, anyio.Lock]] = OrderedDict()
 
     def of(self, conversation_id: str | None, *, all_scopes: bool) -> tuple[Ranker, anyio.Lock]:
@@ -44,13 +49,15 @@ class Rankers:
         key = _ALL if conversation_id is None else conversation_id
         found = self._rankers.get(key)
         if found is None:
-            # Smaller caches than the shared ranker's: each holds one conversation's words and messages.
+            # Smaller caches than the shared ranker's: each holds one conversation's words; the
+            # messages shown are kept in the cache all of them share, bounded as a whole.
             ranker = Ranker(
                 self.corpus,
                 context_lines=self._context,
                 max_cached_terms=512,
                 max_cached_scopes=1,
-                max_cached_messages=256,
+                cache=self.cache,
+                max_read_ahead=256,
             )
             found = self._rankers[key] = (ranker, anyio.Lock())
         self._rankers.move_to_end(key)

@@ -46,6 +46,7 @@ from ._reads import Reader
 from ._run_ids import by_short_id
 from ._scope_cache import CachedRun, CachedScope
 from ._selection import best_keys, filtered
+from ._shown_cache import ShownCache
 from ._terms import read_postings
 from ._windows import Layout, in_run_window, leaves_run
 
@@ -69,7 +70,8 @@ class Ranker:
         *,
         max_cached_terms: int = 4096,
         max_cached_scopes: int = 64,
-        max_cached_messages: int = 2048,
+        cache: ShownCache | None = None,
+        max_read_ahead: int = 2048,
         context_lines: int = 0,
     ) -> None:
         self._corpus = corpus
@@ -78,7 +80,7 @@ class Ranker:
         self._scopes: OrderedDict[object, CachedScope] = OrderedDict()
         self._max_terms = max_cached_terms
         self._max_scopes = max_cached_scopes
-        self._reader = Reader(corpus, max_cached_messages=max_cached_messages)
+        self._reader = Reader(corpus, cache=cache, max_read_ahead=max_read_ahead)
         self._ranked: CachedScope | None = None
         self._searches = 0
         """Searches begun (`refresh` calls): the first keeps common words to Python (see `_terms`)."""

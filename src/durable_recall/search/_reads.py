@@ -8,7 +8,6 @@ says so), and the rest is shown.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 
 from pydantic_ai.messages import ModelMessage
@@ -18,6 +17,7 @@ from ..index import ROLE_NAMES, IndexedRunRow, Unreadable, decode_ints
 from ._corpus import Corpus
 from ._damage import DAMAGE
 from ._shown import Shown, StoredMessage
+from ._shown_cache import ShownCache
 
 __all__ = ('Reader', 'summary_positions')
 
@@ -37,10 +37,17 @@ class Reader:
     cached for one registration is never shown for another's content.
     """
 
-    def __init__(self, corpus: Corpus, *, max_cached_messages: int = 2048) -> None:
+    def __init__(self, corpus: Corpus, *, cache: ShownCache | None = None, max_read_ahead: int = 2048) -> None:
+        """A reader of `corpus`, keeping shown messages in `cache` (its own, of the default bounds, if none is given).
+
+        Args:
+            corpus: What it reads.
+            cache: Shown messages, possibly shared with the engine's other readers (`ShownCache`).
+            max_read_ahead: Bodies read ahead and not shown yet that it keeps (beyond, it drops them all).
+        """
         self._corpus = corpus
-        self._shown: OrderedDict[tuple[_Key, int, bool], Shown] = OrderedDict()
-        self._max_shown = max_cached_messages
+        self._shown = ShownCache() if cache is None else cache
+        self._max_ahead = max_read_ahead
         self._ahead: dict[tuple[_Key, int], StoredMessage] = {}
         """Bodies read ahead with the last read, for the windows an answer is likely to show next."""
         self.unreadable: list[Unreadable] = []
@@ -92,29 +99,36 @@ class Reader:
         views = [
             (run, seqs, summaries[index] if index < len(summaries) else ()) for index, (run, seqs) in enumerate(asked)
         ]
+        # What the cache holds is taken now, not looked up after the read: a search of another
+        # conversation sharing the cache may evict it while this one waits for the store.
+        held: dict[tuple[_Key, int, bool], Shown] = {}
         unread: dict[str, dict[int, set[bool]]] = {}
         for run, seqs, summary in views:
+            token = _key(run, keys)
             for position, seq in seqs.items():
-                if (_key(run, keys), seq, position in summary) not in cache:
+                key = (token, seq, position in summary)
+                message = cache.get(key)
+                if message is not None:
+                    held[key] = message
+                else:
                     unread.setdefault(run.run_id, {}).setdefault(seq, set()).add(position in summary)
         if unread:
             tokens = {run.run_id: _key(run, keys) for run, _, _ in views}
             found = await self._read_logs(unread, tokens, self._read_ahead(ahead, unread, keys))
             for run_id, shown in found.items():
                 for (seq, summary), item in shown.items():
-                    cache[tokens[run_id], seq, summary] = item
+                    key = (tokens[run_id], seq, summary)
+                    held[key] = item
+                    cache.put(key, item)
         out: list[dict[int, Shown]] = []
         for run, seqs, summary in views:
+            token = _key(run, keys)
             messages: dict[int, Shown] = {}
             for position, seq in seqs.items():
-                key = (_key(run, keys), seq, position in summary)
-                message = cache.get(key)
+                message = held.get((token, seq, position in summary))
                 if message is not None:
-                    cache.move_to_end(key)
                     messages[position] = message
             out.append(messages)
-        while len(cache) > self._max_shown:
-            cache.popitem(last=False)
         return out
 
     async def decoded(
@@ -167,7 +181,7 @@ class Reader:
         not read, or does not decode, is named in `unreadable` and not shown.
         """
         kept = self._ahead
-        if len(kept) > self._max_shown:
+        if len(kept) > self._max_ahead:
             kept.clear()  # a bound: what an answer read ahead and never showed
         found: dict[str, dict[int, StoredMessage]] = {}
         wanted: dict[str, list[int]] = {}

@@ -43,6 +43,7 @@ from ._corpus import Corpus
 from ._damage import DAMAGE
 from ._reads import Reader, summary_positions
 from ._request import search_text
+from ._shown_cache import ShownCache
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder, EmbeddingResult
@@ -112,7 +113,7 @@ class SemanticIndex:
         self._corpus = corpus
         self._vectors = vectors
         self._embedder = embedder
-        self._reader = Reader(corpus, max_cached_messages=0)
+        self._reader = Reader(corpus, cache=ShownCache(max_messages=0), max_read_ahead=0)
         self._scopes: OrderedDict[tuple[object, str], _Matrix] = OrderedDict()
         self._keys: dict[str, int] = {}
         """The index run key each run's vectors were computed for here: a run id deleted and

@@ -22,6 +22,9 @@ from ..text import Prepared, display_lines, prepare_stored, stored_lines
 
 __all__ = ('Shown', 'StoredMessage', 'record_view_of')
 
+_OBJECT_SIZE = 1024
+"""What a message a corpus hands back as an object counts for in a cache: its JSON was never seen."""
+
 StoredMessage = str | ModelMessage
 """A log entry as a corpus reads it back: the stored JSON text, or the message itself."""
 
@@ -29,15 +32,27 @@ StoredMessage = str | ModelMessage
 class Shown:
     """One message as an answer shows it; built by `Shown.of`."""
 
-    __slots__ = ('_body', '_message', '_prepared', '_summary')
+    __slots__ = ('_body', '_message', '_prepared', '_size', '_summary')
 
     def __init__(
-        self, *, prepared: Prepared | None = None, body: str = '', message: ModelMessage | None = None, summary: bool
+        self,
+        *,
+        prepared: Prepared | None = None,
+        body: str = '',
+        message: ModelMessage | None = None,
+        summary: bool,
+        size: int = 0,
     ) -> None:
         self._prepared = prepared
         self._body = body
         self._message = message
         self._summary = summary
+        self._size = size or len(body) or _OBJECT_SIZE
+
+    @property
+    def size(self) -> int:
+        """What it counts for in a cache: its stored JSON's characters (nominal for one read as an object)."""
+        return self._size
 
     @classmethod
     def of(cls, stored: StoredMessage, *, summary: bool) -> Shown:
@@ -50,7 +65,9 @@ class Shown:
             prepared = None if summary else prepare_stored(stored)
             if prepared is not None:
                 return cls(prepared=prepared, body=stored, summary=summary)
+            size = len(stored)
             [stored] = load_messages([stored])
+            return cls(message=record_view_of(stored, summary), summary=summary, size=size)
         return cls(message=record_view_of(stored, summary), summary=summary)
 
     @property
