@@ -74,9 +74,20 @@ def render(
             cost = change_costs[pair] = len(change.encode()) + 1 if change else 0
         return cost
 
+    header_costs: dict[tuple[float, int, int], int] = {}
+
     def header_cost(block: Block, first: Line) -> int:
-        """The header's bytes were `first` the block's first line (the header names its run and time)."""
-        return len(_answer.block_header(block, names, conversation=conversation, first=first).encode())
+        """The header's bytes were `first` the block's first line (the header names its run and time).
+
+        Kept per best score and first line, all the header depends on: a block widening to the
+        left asks for two headers each step.
+        """
+        key = (block.hits[0].score, first.run_key, first.position)
+        cost = header_costs.get(key)
+        if cost is None:
+            header = _answer.block_header(block, names, conversation=conversation, first=first)
+            cost = header_costs[key] = len(header.encode())
+        return cost
 
     def size(block: Block) -> int:
         """`len(rendered(block).encode())`, from each line's and each change's cost (kept per message)."""
