@@ -11,7 +11,8 @@ A turn's text is `Speaker: text` (a shared photo adds `[shares a photo: caption]
 Every question but the adversarial ones (category 5, no answer in the chat) goes to
 `search_conversation_history` (scope `'conversation'`). An evidence turn counts as recalled when
 the first 60 characters of its text appear in the first 10 blocks of the answer. Reported per
-side: recall@10, mean and max answer bytes, warm p50. AutoRecall: the share of evidence turns
+side: recall@10, mean and max answer bytes, warm p50 (each question asked again, and questions a
+warm process had not been asked: half are asked first, the other half timed). AutoRecall: the share of evidence turns
 that the part it adds (or the last 20 messages the model already sees) shows, when the question
 is the next prompt, and the bytes it adds. The data is read from the folder given, never copied.
 """
@@ -108,6 +109,9 @@ class Side:
     at10: int = 0
     answer_bytes: list[int] = field(default_factory=list[int])
     latencies: list[float] = field(default_factory=list[float])
+    """Each question asked again in a warm process."""
+    new_latencies: list[float] = field(default_factory=list[float])
+    """Questions a warm process had not been asked (half the questions asked first, the other half timed)."""
     kinds: dict[int, list[int]] = field(default_factory=dict[int, list[int]])
     """Per question category: evidence turns, and those recalled."""
 
@@ -130,6 +134,8 @@ class Side:
 
     def row(self) -> str:
         p50 = f'{statistics.median(self.latencies) * 1000:.2f} ms' if self.latencies else 'n/a'
+        if self.new_latencies:
+            p50 += f' / {statistics.median(self.new_latencies) * 1000:.2f} ms'
         mean = statistics.mean(self.answer_bytes) if self.answer_bytes else 0
         top = max(self.answer_bytes, default=0)
         return f'| {self.label} | {self.at10 / max(self.evidence, 1):.3f} | {mean:,.0f} (max {top:,}) | {p50} |'
