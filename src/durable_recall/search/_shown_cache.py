@@ -30,7 +30,7 @@ from ._shown import Shown
 __all__ = ('MAX_CACHED_CHARACTERS', 'MAX_CACHED_MESSAGES', 'ShownCache')
 
 MAX_CACHED_MESSAGES = 4096
-"""Messages an engine keeps by default: a long chat's whole record (LoCoMo's run 400 to 700)."""
+"""Messages an engine keeps by default: the whole record of a long chat (the LoCoMo chats hold 370 to 680)."""
 
 MAX_CACHED_CHARACTERS = 8 * 1024 * 1024
 """Characters of stored JSON an engine keeps by default: a few large tool outputs must not hold
