@@ -76,8 +76,8 @@ def embedder(model: ConceptEmbeddingModel | None = None) -> Embedder:
 
 async def chat(
     store: StepStore, exchanges: Sequence[tuple[str, str]], *, conversation_id: str = 'c1', index: bool = True
-) -> None:
-    """One run per exchange, history threaded, as a chat app does; then the index caught up."""
+) -> list[ModelMessage]:
+    """One run per exchange, history threaded, as a chat app does; then the index caught up. Returns the history."""
     replies = iter(answer for _, answer in exchanges)
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -90,6 +90,7 @@ async def chat(
         history = result.all_messages()
     if index:
         await update_index(store)
+    return history or []
 
 
 def hybrid(store: StepStore, model: ConceptEmbeddingModel | None = None, **options: object) -> ConversationSearch:

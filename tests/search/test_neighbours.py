@@ -9,16 +9,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelMessage
 
-from durable_recall import ConversationSearch, SnapshotHistorySource, StepPersistence, StepStore
+from durable_recall import ConversationSearch, SnapshotHistorySource, StepStore
 from durable_recall.index import Bm25Params, Record, smoothed, smoothed_within
 from durable_recall.index import _neighbours as neighbours_module
 from durable_recall.search import SearchEngine, SearchRequest
 from durable_recall.text import DEFAULT_SKIP_TOOLS, ENGLISH_STOPWORDS, index_text, stop_terms, tokenize
 
+from ..hybrid._kit import chat
 from ._oracle import rank
 from ._stub import StubSource, context, reply, request, user
 
@@ -178,16 +177,7 @@ def test_any_sequence_is_kept_as_a_tuple() -> None:
 
 async def test_on_every_store(store: StepStore) -> None:
     """A chat a real agent persisted (`StepPersistence`, one run per exchange), ranked through the store's index."""
-    replies = iter(answered for _, answered in EXCHANGES)
-
-    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[TextPart(next(replies))])
-
-    agent = Agent(FunctionModel(scripted), capabilities=[StepPersistence(store=store)])
-    history: list[ModelMessage] | None = None
-    for asked, _ in EXCHANGES:
-        history = (await agent.run(asked, message_history=history, conversation_id='c1')).all_messages()
-    assert history is not None
+    history = await chat(store, EXCHANGES, index=False)  # the search catches the index up itself
     engine = _engine(SnapshotHistorySource(store))
     for query in ['puppy', 'what did the vet say about the puppy', 'beagle chews']:
         outcome = await engine.rank(SearchRequest(query=query), scope='conversation', conversation_id='c1')
